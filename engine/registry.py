@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Final
 
 from dast.v1 import common_pb2, log_pb2
-from engine import hokm
+from engine import hand, hokm
 from engine.core.errors import Code, InvalidCommand
 from engine.core.protocol import Game
 
 GAMES: Final[dict[int, Game]] = {
     common_pb2.GAME_TYPE_HOKM: hokm,
+    common_pb2.GAME_TYPE_HAND: hand,
 }
 GAMES_BY_NAME: Final[dict[str, Game]] = {game.NAME: game for game in GAMES.values()}
-_ONEOF_NAMES: Final[dict[str, Game]] = {"hokm": hokm}
+_ONEOF_NAMES: Final[dict[str, Game]] = {"hokm": hokm, "hand": hand}
 
 
 def game_of_event(event: log_pb2.Event) -> Game:

@@ -22,21 +22,74 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from dast.v1 import common_pb2 as dast_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12\x64\x61st/v1/hand.proto\x12\x07\x64\x61st.v1\"\x0b\n\tHandRules\"\r\n\x0bHandCommand\"\x0b\n\tHandEvent\"\n\n\x08HandViewb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12\x64\x61st/v1/hand.proto\x12\x07\x64\x61st.v1\x1a\x14\x64\x61st/v1/common.proto\"\xf9\x04\n\tHandRules\x12\x14\n\x07players\x18\x01 \x01(\rH\x00\x88\x01\x01\x12\x19\n\x0cpartnerships\x18\x02 \x01(\x08H\x01\x88\x01\x01\x12\x1a\n\race_low_value\x18\x03 \x01(\rH\x02\x88\x01\x01\x12\x1a\n\rjoker_penalty\x18\x04 \x01(\rH\x03\x88\x01\x01\x12\x34\n\x0f\x64\x65\x61ler_rotation\x18\x05 \x01(\x0e\x32\x1b.dast.v1.HandDealerRotation\x12\x15\n\x08open_min\x18\x06 \x01(\rH\x04\x88\x01\x01\x12\x1f\n\x12must_beat_previous\x18\x07 \x01(\x08H\x05\x88\x01\x01\x12 \n\x13max_jokers_per_meld\x18\x08 \x01(\rH\x06\x88\x01\x01\x12!\n\x14hand_waives_open_min\x18\t \x01(\x08H\x07\x88\x01\x01\x12\x19\n\x0cmax_restocks\x18\n \x01(\rH\x08\x88\x01\x01\x12%\n\x18partner_of_winner_scores\x18\x0b \x01(\x08H\t\x88\x01\x01\x12\x13\n\x06rounds\x18\x0c \x01(\rH\n\x88\x01\x01\x12\x19\n\x0cturn_seconds\x18\r \x01(\rH\x0b\x88\x01\x01\x42\n\n\x08_playersB\x0f\n\r_partnershipsB\x10\n\x0e_ace_low_valueB\x10\n\x0e_joker_penaltyB\x0b\n\t_open_minB\x15\n\x13_must_beat_previousB\x16\n\x14_max_jokers_per_meldB\x17\n\x15_hand_waives_open_minB\x0f\n\r_max_restocksB\x1b\n\x19_partner_of_winner_scoresB\t\n\x07_roundsB\x0f\n\r_turn_seconds\"(\n\tJokerFace\x12\r\n\x05joker\x18\x01 \x01(\r\x12\x0c\n\x04\x66\x61\x63\x65\x18\x02 \x01(\r\"=\n\x08MeldSpec\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\r\x12\"\n\x06jokers\x18\x02 \x03(\x0b\x32\x12.dast.v1.JokerFace\"\x0f\n\rDrawFromStock\"\r\n\x0bTakeDiscard\",\n\x08LayMelds\x12 \n\x05melds\x18\x01 \x03(\x0b\x32\x11.dast.v1.MeldSpec\"O\n\x06LayOff\x12\x0f\n\x07meld_id\x18\x01 \x01(\r\x12\x0c\n\x04\x63\x61rd\x18\x02 \x01(\r\x12\x17\n\njoker_face\x18\x03 \x01(\rH\x00\x88\x01\x01\x42\r\n\x0b_joker_face\"/\n\rRetrieveJoker\x12\x0f\n\x07meld_id\x18\x01 \x01(\r\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\r\"\x17\n\x07\x44iscard\x12\x0c\n\x04\x63\x61rd\x18\x01 \x01(\r\"\x99\x02\n\x0bHandCommand\x12\x31\n\x0f\x64raw_from_stock\x18\x01 \x01(\x0b\x32\x16.dast.v1.DrawFromStockH\x00\x12,\n\x0ctake_discard\x18\x02 \x01(\x0b\x32\x14.dast.v1.TakeDiscardH\x00\x12&\n\tlay_melds\x18\x03 \x01(\x0b\x32\x11.dast.v1.LayMeldsH\x00\x12\"\n\x07lay_off\x18\x04 \x01(\x0b\x32\x0f.dast.v1.LayOffH\x00\x12\x30\n\x0eretrieve_joker\x18\x05 \x01(\x0b\x32\x16.dast.v1.RetrieveJokerH\x00\x12#\n\x07\x64iscard\x18\x06 \x01(\x0b\x32\x10.dast.v1.DiscardH\x00\x42\x06\n\x04kind\"i\n\tTableMeld\x12\n\n\x02id\x18\x01 \x01(\r\x12\r\n\x05owner\x18\x02 \x01(\r\x12#\n\x04kind\x18\x03 \x01(\x0e\x32\x15.dast.v1.HandMeldKind\x12\r\n\x05\x63\x61rds\x18\x04 \x03(\r\x12\r\n\x05\x66\x61\x63\x65s\x18\x05 \x03(\r\"|\n\x10HandMatchStarted\x12!\n\x05rules\x18\x01 \x01(\x0b\x32\x12.dast.v1.HandRules\x12 \n\x07players\x18\x02 \x03(\x0b\x32\x0f.dast.v1.Player\x12#\n\x08\x66\x61irness\x18\x03 \x01(\x0b\x32\x11.dast.v1.Fairness\"?\n\x10HandRoundStarted\x12\r\n\x05round\x18\x01 \x01(\r\x12\x0e\n\x06\x64\x65\x61ler\x18\x02 \x01(\r\x12\x0c\n\x04\x64\x65\x61l\x18\x03 \x01(\r\"<\n\x0eHandDealtCards\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\r\x12\r\n\x05\x63ount\x18\x03 \x01(\r\"\\\n\x0eHandCardsDealt\x12&\n\x05hands\x18\x01 \x03(\x0b\x32\x17.dast.v1.HandDealtCards\x12\r\n\x05stock\x18\x02 \x03(\r\x12\x13\n\x0bstock_count\x18\x03 \x01(\r\"K\n\tCardDrawn\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x11\n\x04\x63\x61rd\x18\x02 \x01(\rH\x00\x88\x01\x01\x12\x14\n\x0c\x66rom_discard\x18\x03 \x01(\x08\x42\x07\n\x05_card\"\\\n\tMeldsLaid\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12!\n\x05melds\x18\x02 \x03(\x0b\x32\x12.dast.v1.TableMeld\x12\x0f\n\x07opening\x18\x03 \x01(\x08\x12\r\n\x05total\x18\x04 \x01(\r\"K\n\x0b\x43\x61rdLaidOff\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x0c\n\x04\x63\x61rd\x18\x02 \x01(\r\x12 \n\x04meld\x18\x03 \x01(\x0b\x32\x12.dast.v1.TableMeld\"^\n\x0eJokerRetrieved\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\r\n\x05joker\x18\x02 \x01(\r\x12\r\n\x05\x63\x61rds\x18\x03 \x03(\r\x12 \n\x04meld\x18\x04 \x01(\x0b\x32\x12.dast.v1.TableMeld\"+\n\rCardDiscarded\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x0c\n\x04\x63\x61rd\x18\x02 \x01(\r\"F\n\x0eStockRestocked\x12\r\n\x05stock\x18\x01 \x03(\r\x12\x13\n\x0bstock_count\x18\x02 \x01(\r\x12\x10\n\x08restocks\x18\x03 \x01(\r\".\n\x0bRoundVoided\x12\r\n\x05round\x18\x01 \x01(\r\x12\x10\n\x08restocks\x18\x02 \x01(\r\"\xe8\x01\n\x0eHandRoundEnded\x12\r\n\x05round\x18\x01 \x01(\r\x12\x0e\n\x06\x64\x65\x61ler\x18\x02 \x01(\r\x12\x10\n\x08went_out\x18\x03 \x01(\r\x12#\n\x06\x66inish\x18\x04 \x01(\x0e\x32\x13.dast.v1.HandFinish\x12\x0f\n\x07\x64oubled\x18\x05 \x01(\x08\x12\x0e\n\x06points\x18\x06 \x03(\x11\x12\x0e\n\x06totals\x18\x07 \x03(\x11\x12\x0e\n\x06opened\x18\x08 \x03(\x08\x12*\n\tremaining\x18\t \x03(\x0b\x32\x17.dast.v1.HandDealtCards\x12\x13\n\x0bteam_points\x18\n \x03(\x11\"F\n\x0eHandMatchEnded\x12\x0f\n\x07winners\x18\x01 \x03(\r\x12\x0e\n\x06totals\x18\x02 \x03(\x11\x12\x13\n\x0bserver_seed\x18\x03 \x01(\x0c\"\xd6\x04\n\tHandEvent\x12\x32\n\rmatch_started\x18\x01 \x01(\x0b\x32\x19.dast.v1.HandMatchStartedH\x00\x12\x32\n\rround_started\x18\x02 \x01(\x0b\x32\x19.dast.v1.HandRoundStartedH\x00\x12.\n\x0b\x63\x61rds_dealt\x18\x03 \x01(\x0b\x32\x17.dast.v1.HandCardsDealtH\x00\x12(\n\ncard_drawn\x18\x04 \x01(\x0b\x32\x12.dast.v1.CardDrawnH\x00\x12(\n\nmelds_laid\x18\x05 \x01(\x0b\x32\x12.dast.v1.MeldsLaidH\x00\x12-\n\rcard_laid_off\x18\x06 \x01(\x0b\x32\x14.dast.v1.CardLaidOffH\x00\x12\x32\n\x0fjoker_retrieved\x18\x07 \x01(\x0b\x32\x17.dast.v1.JokerRetrievedH\x00\x12\x30\n\x0e\x63\x61rd_discarded\x18\x08 \x01(\x0b\x32\x16.dast.v1.CardDiscardedH\x00\x12\x32\n\x0fstock_restocked\x18\t \x01(\x0b\x32\x17.dast.v1.StockRestockedH\x00\x12,\n\x0cround_voided\x18\n \x01(\x0b\x32\x14.dast.v1.RoundVoidedH\x00\x12.\n\x0bround_ended\x18\x0b \x01(\x0b\x32\x17.dast.v1.HandRoundEndedH\x00\x12.\n\x0bmatch_ended\x18\x0c \x01(\x0b\x32\x17.dast.v1.HandMatchEndedH\x00\x42\x06\n\x04kind\"\xa9\x04\n\x08HandView\x12\x14\n\x0cis_spectator\x18\x01 \x01(\x08\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12 \n\x07players\x18\x03 \x03(\x0b\x32\x0f.dast.v1.Player\x12!\n\x05rules\x18\x04 \x01(\x0b\x32\x12.dast.v1.HandRules\x12!\n\x05phase\x18\x05 \x01(\x0e\x32\x12.dast.v1.HandPhase\x12\r\n\x05round\x18\x06 \x01(\r\x12\x0e\n\x06\x64\x65\x61ler\x18\x07 \x01(\r\x12\x10\n\x08has_turn\x18\x08 \x01(\x08\x12\x0c\n\x04turn\x18\t \x01(\r\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\n \x01(\x03\x12\x0c\n\x04hand\x18\x0b \x03(\r\x12\x13\n\x0bhand_counts\x18\x0c \x03(\r\x12\x13\n\x0bstock_count\x18\r \x01(\r\x12\x14\n\x0c\x64iscard_pile\x18\x0e \x03(\r\x12!\n\x05melds\x18\x0f \x03(\x0b\x32\x12.dast.v1.TableMeld\x12\x0e\n\x06opened\x18\x10 \x03(\x08\x12\x0e\n\x06totals\x18\x11 \x03(\x11\x12#\n\x05legal\x18\x12 \x03(\x0b\x32\x14.dast.v1.HandCommand\x12\x15\n\x08must_use\x18\x13 \x01(\rH\x00\x88\x01\x01\x12\x17\n\x0fhighest_opening\x18\x14 \x01(\r\x12\x10\n\x08restocks\x18\x15 \x01(\r\x12\x0f\n\x07winners\x18\x16 \x03(\r\x12\'\n\x0cmeld_options\x18\x17 \x03(\x0b\x32\x11.dast.v1.MeldSpecB\x0b\n\t_must_use*\x7f\n\x12HandDealerRotation\x12$\n HAND_DEALER_ROTATION_UNSPECIFIED\x10\x00\x12$\n HAND_DEALER_ROTATION_LOSER_DEALS\x10\x01\x12\x1d\n\x19HAND_DEALER_ROTATION_NEXT\x10\x02*^\n\x0cHandMeldKind\x12\x1e\n\x1aHAND_MELD_KIND_UNSPECIFIED\x10\x00\x12\x16\n\x12HAND_MELD_KIND_SET\x10\x01\x12\x16\n\x12HAND_MELD_KIND_RUN\x10\x02*T\n\nHandFinish\x12\x1b\n\x17HAND_FINISH_UNSPECIFIED\x10\x00\x12\x13\n\x0fHAND_FINISH_OUT\x10\x01\x12\x14\n\x10HAND_FINISH_HAND\x10\x02*\x8a\x01\n\tHandPhase\x12\x1a\n\x16HAND_PHASE_UNSPECIFIED\x10\x00\x12\x1c\n\x18HAND_PHASE_FIRST_DISCARD\x10\x01\x12\x13\n\x0fHAND_PHASE_DRAW\x10\x02\x12\x13\n\x0fHAND_PHASE_PLAY\x10\x03\x12\x19\n\x15HAND_PHASE_MATCH_OVER\x10\x04\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'dast.v1.hand_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_HANDRULES']._serialized_start=31
-  _globals['_HANDRULES']._serialized_end=42
-  _globals['_HANDCOMMAND']._serialized_start=44
-  _globals['_HANDCOMMAND']._serialized_end=57
-  _globals['_HANDEVENT']._serialized_start=59
-  _globals['_HANDEVENT']._serialized_end=70
-  _globals['_HANDVIEW']._serialized_start=72
-  _globals['_HANDVIEW']._serialized_end=82
+  _globals['_HANDDEALERROTATION']._serialized_start=3738
+  _globals['_HANDDEALERROTATION']._serialized_end=3865
+  _globals['_HANDMELDKIND']._serialized_start=3867
+  _globals['_HANDMELDKIND']._serialized_end=3961
+  _globals['_HANDFINISH']._serialized_start=3963
+  _globals['_HANDFINISH']._serialized_end=4047
+  _globals['_HANDPHASE']._serialized_start=4050
+  _globals['_HANDPHASE']._serialized_end=4188
+  _globals['_HANDRULES']._serialized_start=54
+  _globals['_HANDRULES']._serialized_end=687
+  _globals['_JOKERFACE']._serialized_start=689
+  _globals['_JOKERFACE']._serialized_end=729
+  _globals['_MELDSPEC']._serialized_start=731
+  _globals['_MELDSPEC']._serialized_end=792
+  _globals['_DRAWFROMSTOCK']._serialized_start=794
+  _globals['_DRAWFROMSTOCK']._serialized_end=809
+  _globals['_TAKEDISCARD']._serialized_start=811
+  _globals['_TAKEDISCARD']._serialized_end=824
+  _globals['_LAYMELDS']._serialized_start=826
+  _globals['_LAYMELDS']._serialized_end=870
+  _globals['_LAYOFF']._serialized_start=872
+  _globals['_LAYOFF']._serialized_end=951
+  _globals['_RETRIEVEJOKER']._serialized_start=953
+  _globals['_RETRIEVEJOKER']._serialized_end=1000
+  _globals['_DISCARD']._serialized_start=1002
+  _globals['_DISCARD']._serialized_end=1025
+  _globals['_HANDCOMMAND']._serialized_start=1028
+  _globals['_HANDCOMMAND']._serialized_end=1309
+  _globals['_TABLEMELD']._serialized_start=1311
+  _globals['_TABLEMELD']._serialized_end=1416
+  _globals['_HANDMATCHSTARTED']._serialized_start=1418
+  _globals['_HANDMATCHSTARTED']._serialized_end=1542
+  _globals['_HANDROUNDSTARTED']._serialized_start=1544
+  _globals['_HANDROUNDSTARTED']._serialized_end=1607
+  _globals['_HANDDEALTCARDS']._serialized_start=1609
+  _globals['_HANDDEALTCARDS']._serialized_end=1669
+  _globals['_HANDCARDSDEALT']._serialized_start=1671
+  _globals['_HANDCARDSDEALT']._serialized_end=1763
+  _globals['_CARDDRAWN']._serialized_start=1765
+  _globals['_CARDDRAWN']._serialized_end=1840
+  _globals['_MELDSLAID']._serialized_start=1842
+  _globals['_MELDSLAID']._serialized_end=1934
+  _globals['_CARDLAIDOFF']._serialized_start=1936
+  _globals['_CARDLAIDOFF']._serialized_end=2011
+  _globals['_JOKERRETRIEVED']._serialized_start=2013
+  _globals['_JOKERRETRIEVED']._serialized_end=2107
+  _globals['_CARDDISCARDED']._serialized_start=2109
+  _globals['_CARDDISCARDED']._serialized_end=2152
+  _globals['_STOCKRESTOCKED']._serialized_start=2154
+  _globals['_STOCKRESTOCKED']._serialized_end=2224
+  _globals['_ROUNDVOIDED']._serialized_start=2226
+  _globals['_ROUNDVOIDED']._serialized_end=2272
+  _globals['_HANDROUNDENDED']._serialized_start=2275
+  _globals['_HANDROUNDENDED']._serialized_end=2507
+  _globals['_HANDMATCHENDED']._serialized_start=2509
+  _globals['_HANDMATCHENDED']._serialized_end=2579
+  _globals['_HANDEVENT']._serialized_start=2582
+  _globals['_HANDEVENT']._serialized_end=3180
+  _globals['_HANDVIEW']._serialized_start=3183
+  _globals['_HANDVIEW']._serialized_end=3736
 # @@protoc_insertion_point(module_scope)

@@ -348,25 +348,33 @@ class HokmMatchStarted(google.protobuf.message.Message):
     RULES_FIELD_NUMBER: builtins.int
     PLAYERS_FIELD_NUMBER: builtins.int
     FAIRNESS_FIELD_NUMBER: builtins.int
+    SEATING_FIELD_NUMBER: builtins.int
     @property
     def rules(self) -> Global___HokmRules:
         """fully resolved"""
 
     @property
     def players(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[dast.v1.common_pb2.Player]:
-        """in seat order (after random_partners, if any)"""
+        """as given to start (client seeds are mixed in this order)"""
 
     @property
     def fairness(self) -> dast.v1.common_pb2.Fairness: ...
+    @property
+    def seating(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]:
+        """seating[seat] = index in `players` of who sits at `seat`: the identity, or with
+        random_partners a permutation drawn from the stream labelled "match/seating".
+        """
+
     def __init__(
         self,
         *,
         rules: Global___HokmRules | None = ...,
         players: collections.abc.Iterable[dast.v1.common_pb2.Player] | None = ...,
         fairness: dast.v1.common_pb2.Fairness | None = ...,
+        seating: collections.abc.Iterable[builtins.int] | None = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["fairness", b"fairness", "rules", b"rules"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["fairness", b"fairness", "players", b"players", "rules", b"rules"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["fairness", b"fairness", "players", b"players", "rules", b"rules", "seating", b"seating"]) -> None: ...
 
 Global___HokmMatchStarted: typing_extensions.TypeAlias = HokmMatchStarted
 
@@ -906,7 +914,9 @@ class HokmView(google.protobuf.message.Message):
 
     @property
     def legal(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[Global___HokmCommand]:
-        """this seat's legal commands now"""
+        """This seat's legal commands now. In HOKM_PHASE_SET_ASIDE, instead of all 4845 choices,
+        one SetAsideCards listing the cards to choose exactly 4 of (the whole hand).
+        """
 
     @property
     def set_aside(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]:

@@ -1,0 +1,241 @@
+"""Game-service throughput and latency over real gRPC on loopback.
+
+One run measures, with ``--games`` games in flight (one client coroutine per game):
+
+- ``echo_rps``: a bare grpc.aio unary echo server (the ceiling of this Python/gRPC stack);
+- ``embedded_rps`` / ``embedded_p99_ms``: play-card round trips (SubmitCommand) through
+  ``dast serve`` on its embedded defaults (SQLite file, in-process bus);
+- ``pg_nats_rps`` / ``pg_nats_p99_ms``: the same through PostgreSQL and NATS
+  (``--database-url``, ``--nats-url``; skipped with ``null`` figures when unreachable).
+
+Every server runs in its own process. The client mirrors each game with the engine (the
+bench is the admin and chose the server seed), so it needs no GetView between commands and
+every timed call is one command. Goals (issue 4): embedded ≥ 50 % of echo, p99 ≤ 20 ms.
+
+Usage: ``python bench/game_service.py --json [--games 100] [--seconds 5]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import grpc
+
+from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2, log_pb2
+from engine import hokm
+from services.platform.auth import Role, mint_token
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "bench-secret-0123456789abcdef0123456789abcdef"
+ECHO_METHOD = "/bench.Echo/Echo"
+_LISTENING = re.compile(r"listening on ([\d.]+):(\d+)")
+
+
+# ---- servers ------------------------------------------------------------------------
+
+
+async def _echo_server() -> None:
+    async def echo(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        return request
+
+    handler = grpc.method_handlers_generic_handler(
+        "bench.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(echo)}
+    )
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    print(f"echo listening on 127.0.0.1:{port}", flush=True)
+    await server.wait_for_termination()
+
+
+def _spawn(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        args, cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True,
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        match = _LISTENING.search(line)
+        if match:
+            return process, f"{match[1]}:{match[2]}"
+    raise RuntimeError(f"{args} did not start")
+
+
+def _game_server(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    return _spawn(
+        [sys.executable, "-m", "services.game"],
+        {"DAST_LISTEN": "127.0.0.1:0", "DAST_JWT_SECRET": SECRET, "DAST_LOG_LEVEL": "warning",
+         **env},
+    )
+
+
+# ---- clients ------------------------------------------------------------------------
+
+
+@dataclass
+class Samples:
+    latencies: list[float] = field(default_factory=list)
+    errors: int = 0
+
+    def summary(self, seconds: float) -> tuple[float, float]:
+        ordered = sorted(self.latencies)
+        p99 = ordered[int(len(ordered) * 0.99)] * 1000 if ordered else float("nan")
+        return len(ordered) / seconds, p99
+
+
+async def _run_echo(address: str, games: int, seconds: float) -> float:
+    async with grpc.aio.insecure_channel(address) as channel:
+        call = channel.unary_unary(ECHO_METHOD)
+        payload = game_pb2.SubmitCommandRequest(
+            game_id="x" * 32, command_id="y" * 16,
+        ).SerializeToString()
+        samples = Samples()
+        stop = time.perf_counter() + seconds
+
+        async def loop() -> None:
+            while time.perf_counter() < stop:
+                started = time.perf_counter()
+                await call(payload)
+                samples.latencies.append(time.perf_counter() - started)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(loop() for _ in range(games)))
+        return samples.summary(time.perf_counter() - started)[0]
+
+
+async def _play(
+    stub: game_pb2_grpc.GameServiceStub, metadata: Any, number: int, stop: float,
+    samples: Samples,
+) -> None:
+    """Create games one after another and play them with commands from a local mirror."""
+    seed = number.to_bytes(32, "big")
+    rules = hokm_pb2.HokmRules(target_score=7)
+    seated = [common_pb2.Player(player_id=f"g{number}p{s}") for s in range(4)]
+    game_count = 0
+    while time.perf_counter() < stop:
+        game_count += 1
+        created = await stub.CreateGame(game_pb2.CreateGameRequest(
+            game_type=common_pb2.GAME_TYPE_HOKM, hokm=rules, players=seated,
+            server_seed=seed, game_id=f"bench-{os.getpid()}-{number}-{game_count}",
+        ), metadata=metadata)
+        state = hokm.replay(hokm.start(rules, seed, seated))
+        command_no = 0
+        while not hokm.is_over(state) and time.perf_counter() < stop:
+            seat = hokm.to_act(state)
+            assert seat is not None
+            command: log_pb2.Command = hokm.legal(state, seat)[0]
+            request = game_pb2.SubmitCommandRequest(
+                game_id=created.game_id, command_id=f"c{command_no}", seat=seat,
+                hokm=command.hokm,
+            )
+            started = time.perf_counter()
+            try:
+                await stub.SubmitCommand(request, metadata=metadata)
+            except grpc.aio.AioRpcError:
+                samples.errors += 1
+                break
+            samples.latencies.append(time.perf_counter() - started)
+            for event in hokm.decide(state, command):
+                state = hokm.evolve(state, event)
+            command_no += 1
+
+
+async def _run_game(address: str, games: int, seconds: float) -> tuple[float, float, int]:
+    metadata = (("authorization", f"Bearer {mint_token(SECRET, 'bench', Role.ADMIN)}"),)
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = game_pb2_grpc.GameServiceStub(channel)
+        samples = Samples()
+        started = time.perf_counter()
+        stop = started + seconds
+        await asyncio.gather(*(_play(stub, metadata, n, stop, samples) for n in range(games)))
+        rps, p99 = samples.summary(time.perf_counter() - started)
+        return rps, p99, samples.errors
+
+
+def _reachable(url: str, port: int) -> bool:
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or port), 1):
+            return True
+    except OSError:
+        return False
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def run(games: int, seconds: float, database_url: str, nats_url: str) -> dict[str, Any]:
+    """Every figure of one bench run."""
+    result: dict[str, Any] = {"games": games, "seconds": seconds}
+    echo, address = _spawn([sys.executable, __file__, "--echo-server"], {})
+    try:
+        result["echo_rps"] = round(asyncio.run(_run_echo(address, games, seconds)), 1)
+    finally:
+        _stop(echo)
+    with tempfile.TemporaryDirectory() as data_dir:
+        server, address = _game_server({"DAST_DATA_DIR": data_dir})
+        try:
+            rps, p99, errors = asyncio.run(_run_game(address, games, seconds))
+        finally:
+            _stop(server)
+    result.update(embedded_rps=round(rps, 1), embedded_p99_ms=round(p99, 2),
+                  embedded_errors=errors)
+    if _reachable(database_url, 5432) and _reachable(nats_url, 4222):
+        server, address = _game_server(
+            {"DAST_DATABASE_URL": database_url, "DAST_NATS_URL": nats_url}
+        )
+        try:
+            rps, p99, errors = asyncio.run(_run_game(address, games, seconds))
+        finally:
+            _stop(server)
+        result.update(pg_nats_rps=round(rps, 1), pg_nats_p99_ms=round(p99, 2),
+                      pg_nats_errors=errors)
+    else:
+        result.update(pg_nats_rps=None, pg_nats_p99_ms=None, pg_nats_errors=None)
+    result["embedded_vs_echo"] = round(result["embedded_rps"] / result["echo_rps"], 3)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--games", type=int, default=100)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--database-url", default=os.environ.get(
+        "DAST_TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"))
+    parser.add_argument("--nats-url", default=os.environ.get(
+        "DAST_TEST_NATS_URL", "nats://127.0.0.1:4222"))
+    parser.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.echo_server:
+        asyncio.run(_echo_server())
+        return
+    result = run(args.games, args.seconds, args.database_url, args.nats_url)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print(f"{key:>20}: {value}")
+
+
+if __name__ == "__main__":
+    main()

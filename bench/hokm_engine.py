@@ -1,0 +1,101 @@
+"""Benchmark the Hokm engine on one core.
+
+- ``decisions_per_s``: random legal play through ``legal`` + ``decide`` + ``evolve``
+  (4 players, default rules), commands per second.
+- ``replay_events_per_s``: ``evolve`` over recorded logs, events per second.
+- ``match_replay_ms``: ``replay`` of one full 7-point four-player match, milliseconds.
+
+Goals (docs/benchmarks.md): at least 30,000 decisions/s and 150,000 replayed events/s.
+Run ``python bench/hokm_engine.py --json`` for one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import time
+
+from dast.v1 import hokm_pb2, log_pb2
+
+from engine import hokm
+from engine.hokm.sim import default_players, play_match
+
+
+def _seed(i: int) -> bytes:
+    return hashlib.sha256(f"bench/{i}".encode()).digest()
+
+
+def bench_decisions(seconds: float) -> tuple[float, int]:
+    """Random legal matches for about ``seconds``; (decisions per second, decisions)."""
+    rng = random.Random(1)
+    players = default_players(4)
+    rules = hokm_pb2.HokmRules()
+    decisions = 0
+    elapsed = 0.0
+    match = 0
+    while elapsed < seconds:
+        events = hokm.start(rules, _seed(match), players)
+        began = time.perf_counter()
+        state = hokm.replay(events)
+        while (seat := hokm.to_act(state)) is not None:
+            options = hokm.legal(state, seat)
+            command = options[rng.randrange(len(options))]
+            for event in hokm.decide(state, command):
+                state = hokm.evolve(state, event)
+            decisions += 1
+        elapsed += time.perf_counter() - began
+        match += 1
+    return decisions / elapsed, decisions
+
+
+def bench_replay(logs: list[list[log_pb2.Event]], seconds: float) -> float:
+    """Replay ``logs`` over and over for about ``seconds``; events per second."""
+    events = 0
+    began = time.perf_counter()
+    while (elapsed := time.perf_counter() - began) < seconds:
+        for log in logs:
+            hokm.replay(log)
+            events += len(log)
+    return events / elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
+    args = parser.parse_args()
+    decisions_per_s, decisions = bench_decisions(args.seconds)
+    logs = [
+        play_match(hokm_pb2.HokmRules(variant=variant), _seed(100 + i), ["random"] * seats, i)
+        for i in range(3)
+        for variant, seats in (
+            (hokm_pb2.HOKM_VARIANT_FOUR_PLAYERS, 4),
+            (hokm_pb2.HOKM_VARIANT_THREE_PLAYERS, 3),
+            (hokm_pb2.HOKM_VARIANT_TWO_PLAYERS, 2),
+        )
+    ]
+    replay_events_per_s = bench_replay(logs, args.seconds)
+    match = play_match(hokm_pb2.HokmRules(target_score=7), _seed(7), ["greedy"] * 4, 7)
+    runs = 20
+    began = time.perf_counter()
+    for _ in range(runs):
+        hokm.replay(match)
+    match_replay_ms = (time.perf_counter() - began) / runs * 1000
+    result = {
+        "decisions_per_s": round(decisions_per_s),
+        "decisions": decisions,
+        "replay_events_per_s": round(replay_events_per_s),
+        "match_replay_ms": round(match_replay_ms, 3),
+        "match_events": len(match),
+    }
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print(f"{key:>22}: {value}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""A command's batch of events, built one event at a time over an evolving state.
+
+``decide`` emits an event, folds it into a scratch state with :func:`evolve` and decides
+what follows from that state (a round's end, the next deal, a restock): each consequence
+is computed from exactly the state a replay will see. The rules-caused events that follow
+a turn (restocks, void rounds, scores, deals, the match's end) live here too, because
+``start`` and ``decide`` both end with them.
+"""
+
+from __future__ import annotations
+
+from dast.v1 import hand_pb2, log_pb2
+
+from engine.core.cards import iter_cards
+from engine.core.fairness import deck_key
+from engine.core.rng import DeterministicRandom
+from engine.hand.cards import DECK_SIZE
+from engine.hand.codec import hand_event
+from engine.hand.evolve import evolve
+from engine.hand.scoring import (
+    match_winners,
+    new_totals,
+    next_dealer,
+    round_points,
+    team_points,
+)
+from engine.hand.state import HandState, Phase
+
+HAND_SIZE = 14
+"""Cards dealt to each seat; the seat after the dealer gets one more (rules "the deal")."""
+
+
+class Batch:
+    """The events of one command, numbered after ``state`` and stamped like the command."""
+
+    __slots__ = ("at_ms", "automatic", "events", "state")
+
+    def __init__(self, state: HandState | None, *, at_ms: int, automatic: bool) -> None:
+        self.events: list[log_pb2.Event] = []
+        self.at_ms = at_ms
+        self.automatic = automatic
+        self.state: HandState | None = state
+
+    @property
+    def current(self) -> HandState:
+        """The state after the events emitted so far."""
+        assert self.state is not None, "the batch has no state before match_started"
+        return self.state
+
+    def emit(self, event: log_pb2.Event) -> HandState:
+        """Number, stamp and fold one event; return the state after it."""
+        event.seq = 1 if self.state is None else self.state.seq + 1
+        event.at_ms = self.at_ms
+        event.automatic = self.automatic
+        self.state = evolve(self.state, event)
+        self.events.append(event)
+        return self.state
+
+    def finish(self) -> list[log_pb2.Event]:
+        """The events, the last one carrying the deadline of the seat left to act."""
+        state = self.current
+        seconds = state.options.turn_seconds
+        if self.events and seconds > 0 and state.phase in _ACTING_PHASES:
+            self.events[-1].deadline_ms = self.at_ms + seconds * 1000
+        return self.events
+
+
+_ACTING_PHASES = (Phase.FIRST_DISCARD, Phase.DRAW, Phase.PLAY)
+
+
+def stream(state: HandState, label: str) -> DeterministicRandom:
+    """The match's random stream named ``label`` (DESIGN.md "Provably fair deals")."""
+    return DeterministicRandom(deck_key(state.server_seed, state.client_seeds), label)
+
+
+def deal(batch: Batch, *, round_number: int, dealer: int) -> None:
+    """Start a round: shuffle the 106 cards (stream ``deal/<n>``) and deal them.
+
+    The seat after the dealer gets 15 cards, every other seat 14 (rules/hand.md "the
+    deal"); the rest is the stock, top first.
+    """
+    deal_number = batch.current.deal + 1
+    batch.emit(
+        hand_event(
+            round_started=hand_pb2.HandRoundStarted(
+                round=round_number, dealer=dealer, deal=deal_number
+            )
+        )
+    )
+    state = batch.current
+    deck = stream(state, f"deal/{deal_number}").shuffle(list(range(DECK_SIZE)))
+    hands = []
+    position = 0
+    for step in range(1, state.seats + 1):
+        seat = (dealer + step) % state.seats
+        size = HAND_SIZE + 1 if step == 1 else HAND_SIZE
+        cards = sorted(deck[position : position + size])
+        position += size
+        hands.append(hand_pb2.HandDealtCards(seat=seat, cards=cards, count=len(cards)))
+    hands.sort(key=lambda dealt: dealt.seat)
+    stock = deck[position:]
+    batch.emit(
+        hand_event(
+            cards_dealt=hand_pb2.HandCardsDealt(hands=hands, stock=stock, stock_count=len(stock))
+        )
+    )
+
+
+def after_discard(batch: Batch, seat: int) -> None:
+    """What follows a discard: the round's end when ``seat`` went out, else a restock or a
+    void round when the stock is empty (rules/hand.md "End of a round")."""
+    state = batch.current
+    if state.hands[seat] == 0:
+        _end_round(batch, seat)
+        return
+    if state.stock:
+        return
+    if state.restocks >= state.options.max_restocks or len(state.discard) < 2:
+        # Void: nobody scores and the same dealer deals again under the same round number.
+        batch.emit(
+            hand_event(
+                round_voided=hand_pb2.RoundVoided(round=state.round, restocks=state.restocks)
+            )
+        )
+        deal(batch, round_number=state.round, dealer=state.dealer)
+        return
+    restocks = state.restocks + 1
+    pile = list(state.discard[:-1])
+    stock = stream(state, f"deal/{state.deal}/restock/{restocks}").shuffle(pile)
+    batch.emit(
+        hand_event(
+            stock_restocked=hand_pb2.StockRestocked(
+                stock=stock, stock_count=len(stock), restocks=restocks
+            )
+        )
+    )
+
+
+def _end_round(batch: Batch, went_out: int) -> None:
+    state = batch.current
+    options = state.options
+    # A hand: the seat opened this very turn and laid nothing off (rules "Hand").
+    is_hand = state.opened_this_turn and not state.laid_off_this_turn
+    points = round_points(options, state.hands, state.opened, went_out=went_out, is_hand=is_hand)
+    totals = new_totals(options, state.totals, points)
+    batch.emit(
+        hand_event(
+            round_ended=hand_pb2.HandRoundEnded(
+                round=state.round,
+                dealer=state.dealer,
+                went_out=went_out,
+                finish=hand_pb2.HAND_FINISH_HAND if is_hand else hand_pb2.HAND_FINISH_OUT,
+                doubled=is_hand,
+                points=points,
+                totals=totals,
+                opened=state.opened,
+                remaining=[
+                    hand_pb2.HandDealtCards(
+                        seat=seat, cards=list(iter_cards(hand)), count=hand.bit_count()
+                    )
+                    for seat, hand in enumerate(state.hands)
+                ],
+                team_points=team_points(options, points),
+            )
+        )
+    )
+    state = batch.current
+    if state.rounds_played >= options.rounds:
+        batch.emit(
+            hand_event(
+                match_ended=hand_pb2.HandMatchEnded(
+                    winners=match_winners(totals),
+                    totals=totals,
+                    server_seed=state.server_seed,
+                )
+            )
+        )
+        return
+    deal(batch, round_number=state.round + 1, dealer=next_dealer(options, state.dealer, points))

@@ -1,0 +1,36 @@
+"""Wiring of the game service into a gRPC server (used by ``dast serve`` and the tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import grpc
+from dast.v1 import game_pb2, game_pb2_grpc
+
+from services.game.repository import GameRepository
+from services.game.service import GameService, wall_clock_ms
+from services.platform.bus import Bus
+from services.platform.metrics import GameMetrics, game_metrics
+from services.platform.store import EventStore
+
+SERVICE_NAME = game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name
+
+
+def mount_game_service(
+    server: grpc.aio.Server,
+    store: EventStore,
+    bus: Bus,
+    notify: Callable[[], None],
+    *,
+    metrics: GameMetrics | None = None,
+    clock: Callable[[], int] = wall_clock_ms,
+) -> GameService:
+    """Add a :class:`GameService` over ``store`` and ``bus`` to ``server``; return it.
+
+    ``notify`` wakes the relay after each append (so events reach the bus at once).
+    """
+    service = GameService(
+        GameRepository(store), bus, notify, metrics or game_metrics(), clock=clock
+    )
+    game_pb2_grpc.add_GameServiceServicer_to_server(service, server)
+    return service

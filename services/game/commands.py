@@ -1,0 +1,159 @@
+"""The command pipeline: authorize the seat, decide, chain, append, notify.
+
+Each step is the engine's or the store's; this module only orders them and turns their
+failures into :class:`~services.platform.errors.ServiceError` statuses. A process
+serializes the commands of one game behind a lock; races between replicas are settled
+by the store's primary key (ConcurrencyConflict → reload and decide again, or ABORTED
+when the client pinned ``expected_seq``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import grpc
+from dast.v1 import log_pb2
+from google.protobuf.message import Message
+
+from engine.core.chain import chain_entries
+from engine.core.errors import RuleViolation
+from services.game.repository import GameRepository, GameSnapshot
+from services.platform.auth import Identity
+from services.platform.errors import Reason, ServiceError
+from services.platform.store import ConcurrencyConflict
+
+_MAX_RACES = 3
+"""Times a command without expected_seq is decided again after losing a race."""
+MAX_COMMAND_ID = 128
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """A command as the service received it (the body is the game's command message)."""
+
+    game_id: str
+    command_id: str
+    expected_seq: int | None
+    body_name: str
+    body: Message
+    seat: int | None
+    automatic: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a command appended (or had appended, for a duplicate) and the log's head."""
+
+    snapshot: GameSnapshot
+    seat: int
+    entries: list[log_pb2.LogEntry]
+    duplicate: bool
+
+
+def acting_seat(snapshot: GameSnapshot, identity: Identity, requested: int | None) -> int:
+    """The seat ``identity`` acts for: its own seat, or any seat for services and admins.
+
+    :raises ServiceError: PERMISSION_DENIED for a seat the caller does not hold.
+    """
+    if identity.is_privileged:
+        if requested is None:
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT, Reason.INVALID_REQUEST,
+                "a service or admin token must name the seat it acts for",
+            )
+        if requested >= len(snapshot.players):
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT, Reason.INVALID_REQUEST,
+                f"game {snapshot.game_id} has no seat {requested}",
+            )
+        return requested
+    own = snapshot.seat_of(identity.player_id)
+    if own is None:
+        raise ServiceError(
+            grpc.StatusCode.PERMISSION_DENIED, Reason.NOT_SEATED,
+            f"player {identity.player_id} holds no seat in game {snapshot.game_id}",
+        )
+    if requested is not None and requested != own:
+        raise ServiceError(
+            grpc.StatusCode.PERMISSION_DENIED, Reason.NOT_YOUR_SEAT,
+            f"player {identity.player_id} holds seat {own}, not seat {requested}",
+        )
+    return own
+
+
+def _check_expected(snapshot: GameSnapshot, expected_seq: int | None) -> None:
+    if expected_seq is not None and expected_seq != snapshot.seq:
+        raise ServiceError(
+            grpc.StatusCode.ABORTED, Reason.STALE_EXPECTED_SEQ,
+            f"game {snapshot.game_id} is at seq {snapshot.seq}, not {expected_seq}",
+        )
+
+
+class CommandHandler:
+    """Runs submissions against a repository, stamping commands with ``clock()`` (ms)."""
+
+    def __init__(
+        self, repository: GameRepository, clock: Callable[[], int], notify: Callable[[], None]
+    ) -> None:
+        self.repository = repository
+        self._clock = clock
+        self._notify = notify
+
+    async def submit(self, identity: Identity, submission: Submission) -> Outcome:
+        """Apply one command for ``identity``.
+
+        :raises ServiceError: for permission, staleness and lost races.
+        :raises RuleViolation: when the engine refuses the command.
+        :raises GameNotFound: for an unknown game.
+        """
+        if not submission.command_id or len(submission.command_id) > MAX_COMMAND_ID:
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT, Reason.INVALID_REQUEST,
+                f"command_id must have 1 to {MAX_COMMAND_ID} characters",
+            )
+        repo = self.repository
+        async with repo.lock(submission.game_id):
+            snapshot = await repo.get(submission.game_id)
+            if submission.expected_seq is not None and submission.expected_seq > snapshot.seq:
+                snapshot = await repo.refresh(submission.game_id)  # another replica moved on
+            seat = acting_seat(snapshot, identity, submission.seat)
+            for _ in range(_MAX_RACES):
+                try:
+                    _check_expected(snapshot, submission.expected_seq)
+                    events = self._decide(snapshot, seat, submission)
+                except (RuleViolation, ServiceError):
+                    fresh = await repo.refresh(submission.game_id)
+                    duplicate = await repo.find_duplicate(
+                        submission.game_id, submission.command_id
+                    )
+                    if duplicate is not None:
+                        return Outcome(fresh, seat, duplicate.entries, True)
+                    if fresh.seq == snapshot.seq:
+                        raise  # the refusal stands on the latest state
+                    snapshot = fresh
+                    continue
+                entries = chain_entries(events, snapshot.last_hash)
+                try:
+                    snapshot, result = await repo.append(
+                        snapshot, entries, submission.command_id
+                    )
+                except ConcurrencyConflict:
+                    snapshot = await repo.refresh(submission.game_id)
+                    if submission.expected_seq is not None:
+                        break
+                    continue
+                if not result.duplicate:
+                    self._notify()
+                return Outcome(snapshot, seat, result.entries, result.duplicate)
+        raise ServiceError(
+            grpc.StatusCode.ABORTED, Reason.CONCURRENT_COMMAND,
+            f"another command on game {submission.game_id} won the race; reload and retry",
+        )
+
+    def _decide(
+        self, snapshot: GameSnapshot, seat: int, submission: Submission
+    ) -> list[log_pb2.Event]:
+        command = log_pb2.Command(seat=seat, at_ms=self._clock(), automatic=submission.automatic)
+        getattr(command, submission.body_name).CopyFrom(submission.body)
+        return snapshot.game.decide(snapshot.state, command)

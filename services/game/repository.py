@@ -1,0 +1,159 @@
+"""Game states by id: loaded from the event store, replayed by the engine, cached.
+
+A replica keeps the last state it knows of each game with its seq and chain head. The
+cache may be stale when another replica appended since: the store's primary key catches
+that on append (ConcurrencyConflict), and :meth:`GameRepository.refresh` catches up by
+loading only the entries after the cached seq.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dast.v1 import common_pb2, log_pb2
+
+from engine.core.chain import GENESIS_HASH
+from engine.core.protocol import Game
+from engine.registry import GAMES, game_of_event
+from services.platform.store import AppendResult, EventStore, GameNotFound
+
+
+@dataclass(frozen=True, slots=True)
+class GameSnapshot:
+    """A game's state after its event ``seq``, with what the service needs beside it."""
+
+    game_id: str
+    game: Game
+    state: Any
+    seq: int
+    last_hash: bytes
+    players: tuple[common_pb2.Player, ...]
+
+    def seat_of(self, player_id: str) -> int | None:
+        """The seat ``player_id`` holds in this match, or None for a spectator."""
+        for seat, player in enumerate(self.players):
+            if player.player_id == player_id:
+                return seat
+        return None
+
+    @property
+    def is_over(self) -> bool:
+        """Whether the match has ended."""
+        return bool(self.game.is_over(self.state))
+
+    def advanced(self, entries: Sequence[log_pb2.LogEntry]) -> GameSnapshot:
+        """This snapshot with ``entries`` (which follow it) applied."""
+        state, seq, last_hash = self.state, self.seq, self.last_hash
+        for entry in entries:
+            if entry.event.seq <= seq:
+                continue
+            state = self.game.evolve(state, entry.event)
+            seq, last_hash = entry.event.seq, entry.hash
+        return GameSnapshot(self.game_id, self.game, state, seq, last_hash, self.players)
+
+
+def snapshot_of(game_id: str, entries: Sequence[log_pb2.LogEntry]) -> GameSnapshot:
+    """Replay a whole log.
+
+    :raises GameNotFound: if the log is empty (a game that was never started).
+    """
+    if not entries:
+        raise GameNotFound(f"game {game_id} has no events")
+    game = game_of_event(entries[0].event)
+    players = tuple(game.setup_of(entries[0].event).players)
+    empty = GameSnapshot(game_id, game, None, 0, GENESIS_HASH, players)
+    return empty.advanced(entries)
+
+
+class GameRepository:
+    """Cached game states over an event store (the store is called from worker threads)."""
+
+    def __init__(self, store: EventStore, *, max_cached: int = 20_000) -> None:
+        self.store = store
+        self._cache: OrderedDict[str, GameSnapshot] = OrderedDict()
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._max_cached = max_cached
+
+    def lock(self, game_id: str) -> asyncio.Lock:
+        """The lock serializing this process's commands on one game."""
+        lock = self._locks.get(game_id)
+        if lock is None:
+            lock = self._locks[game_id] = asyncio.Lock()
+        return lock
+
+    def _remember(self, snapshot: GameSnapshot) -> GameSnapshot:
+        current = self._cache.get(snapshot.game_id)
+        if current is None or current.seq <= snapshot.seq:
+            self._cache[snapshot.game_id] = snapshot
+        self._cache.move_to_end(snapshot.game_id)
+        while len(self._cache) > self._max_cached:
+            evicted, _ = self._cache.popitem(last=False)
+            lock = self._locks.get(evicted)
+            if lock is not None and not lock.locked():
+                del self._locks[evicted]
+        return self._cache[snapshot.game_id]
+
+    async def get(self, game_id: str) -> GameSnapshot:
+        """The cached state of a game, loading and replaying it when not cached.
+
+        :raises GameNotFound: if there is no such game.
+        """
+        snapshot = self._cache.get(game_id)
+        if snapshot is not None:
+            self._cache.move_to_end(game_id)
+            return snapshot
+        entries = await asyncio.to_thread(self.store.load, game_id, 0)
+        return self._remember(snapshot_of(game_id, entries))
+
+    async def refresh(self, game_id: str) -> GameSnapshot:
+        """The game's state caught up with the store (loads only what the cache lacks).
+
+        :raises GameNotFound: if there is no such game.
+        """
+        snapshot = self._cache.get(game_id)
+        if snapshot is None:
+            return await self.get(game_id)
+        entries = await asyncio.to_thread(self.store.load, game_id, snapshot.seq)
+        return self._remember(snapshot.advanced(entries)) if entries else snapshot
+
+    async def create(
+        self, game_id: str, game_type: int, entries: Sequence[log_pb2.LogEntry]
+    ) -> GameSnapshot:
+        """Store a new game's first entries and cache its state.
+
+        :raises GameExists: if the id is taken.
+        """
+        await asyncio.to_thread(self.store.create_game, game_id, game_type, entries)
+        return self._remember(snapshot_of(game_id, entries))
+
+    async def append(
+        self, snapshot: GameSnapshot, entries: Sequence[log_pb2.LogEntry], command_id: str | None
+    ) -> tuple[GameSnapshot, AppendResult]:
+        """Append one command's entries after ``snapshot``; return the new state.
+
+        On a duplicate ``command_id`` nothing is appended and the state is refreshed.
+
+        :raises ConcurrencyConflict: if another writer took the seq first.
+        """
+        result = await asyncio.to_thread(
+            self.store.append, snapshot.game_id, entries, command_id=command_id
+        )
+        if result.duplicate:
+            return await self.refresh(snapshot.game_id), result
+        return self._remember(snapshot.advanced(result.entries)), result
+
+    async def find_duplicate(self, game_id: str, command_id: str) -> AppendResult | None:
+        """The first result of ``command_id`` if the store has seen it, else None."""
+        try:
+            result = await asyncio.to_thread(self.store.append, game_id, [], command_id=command_id)
+        except (ValueError, GameNotFound):
+            return None  # empty entries are refused when the command_id is new
+        return result if result.duplicate else None
+
+    def game_for_type(self, game_type: int) -> Game | None:
+        """The engine of a game type, if registered."""
+        return GAMES.get(game_type)

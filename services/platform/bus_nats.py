@@ -1,0 +1,273 @@
+"""The event bus on NATS JetStream, for several processes and replicas.
+
+One stream (``DAST_EVENTS`` by default) holds subjects ``<prefix>.<game_type>.<game_id>``
+(``dast.events.hokm.<id>``); every message is a serialized ``dast.v1.LogEntry`` with header
+``Nats-Msg-Id: <game_id>:<seq>``, so a relay that resends within the stream's duplicate window
+(2 minutes here) creates no duplicate.
+
+Known traps (DESIGN.md) and how this module meets them:
+
+- Expected-last-subject-sequence is a *stream* sequence, not a game's seq, and a wrong one
+  fails with err_code 10071 or 10164. We do not use it: the store's primary key already
+  serializes each game, and the message id makes resends harmless.
+- JetStream fsyncs every 2 minutes by default, so a server crash can lose acknowledged
+  messages. The store stays the source of truth (the relay never deletes what it sent); run
+  nats-server >= 2.10 with ``jetstream { sync_interval: always }`` where losing the stream's
+  tail matters.
+- A nats-py pull subscription can be dead after a server restart (consumer gone, or its
+  inbox subscription stale): :meth:`NatsBus.all_events` re-creates it after errors.
+- Live streams use plain core subscriptions on ``<prefix>.*.<game_id>``: they see every
+  publish, including a resend that the stream deduplicates, so :class:`LiveStream` drops
+  repeats by seq.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import weakref
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+
+import nats
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
+
+from services.platform.bus import (
+    DEDUP_WINDOW_SECONDS,
+    LiveStream,
+    LogEntry,
+    Published,
+    check_token,
+    message_id,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_STREAM = "DAST_EVENTS"
+DEFAULT_SUBJECT_PREFIX = "dast.events"
+
+
+@dataclass
+class _LiveGame:
+    """The core subscription of one game shared by this process's live streams."""
+
+    streams: weakref.WeakSet[LiveStream] = field(default_factory=weakref.WeakSet)
+    subscribing: asyncio.Task[Subscription] | None = None
+
+
+class NatsBus:
+    """:class:`~services.platform.bus.Bus` on NATS JetStream.
+
+    ``stream`` and ``subject_prefix`` are parameters so that tests (or several deployments on
+    one server) stay apart.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        stream: str = DEFAULT_STREAM,
+        subject_prefix: str = DEFAULT_SUBJECT_PREFIX,
+        duplicate_window_seconds: float = DEDUP_WINDOW_SECONDS,
+        request_timeout_seconds: float = 2.0,
+        ack_wait_seconds: float = 30.0,
+        fetch_batch: int = 16,
+        name: str | None = None,
+    ) -> None:
+        self.url = url
+        self.stream = stream
+        self.subject_prefix = subject_prefix
+        self._duplicate_window = duplicate_window_seconds
+        self._timeout = request_timeout_seconds
+        self._ack_wait = ack_wait_seconds
+        self._fetch_batch = fetch_batch
+        self._name = name
+        self._nc: Client | None = None
+        self._js: JetStreamContext | None = None
+        self._live: dict[str, _LiveGame] = {}
+
+    @property
+    def _jetstream(self) -> JetStreamContext:
+        if self._js is None:
+            raise RuntimeError("NatsBus.start() has not been called")
+        return self._js
+
+    async def start(self) -> None:
+        """Connect (reconnecting forever after a later outage) and create the stream if missing.
+
+        :raises nats.errors.NoServersError: if no server answers now.
+        """
+        self._nc = await nats.connect(
+            self.url,
+            name=self._name,
+            allow_reconnect=True,
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=0.25,
+            connect_timeout=2,
+            error_cb=self._on_error,
+        )
+        self._js = self._nc.jetstream(timeout=self._timeout)
+        await self.ensure_stream()
+
+    @staticmethod
+    async def _on_error(error: Exception) -> None:
+        log.warning("nats: %s", error)
+
+    async def ensure_stream(self) -> None:
+        """Create the stream unless it exists (identical configs from replicas are idempotent)."""
+        config = StreamConfig(
+            name=self.stream,
+            subjects=[f"{self.subject_prefix}.>"],
+            storage=StorageType.FILE,
+            duplicate_window=self._duplicate_window,
+        )
+        try:
+            await self._jetstream.stream_info(self.stream)
+        except nats.js.errors.NotFoundError:
+            await self._jetstream.add_stream(config)
+
+    async def close(self) -> None:
+        """End live streams and close the connection."""
+        for game in list(self._live.values()):
+            for stream in list(game.streams):
+                await stream.aclose()
+        self._live.clear()
+        if self._nc is not None and not self._nc.is_closed:
+            await self._nc.close()
+
+    def subject(self, game_type: str, game_id: str) -> str:
+        """The subject of a game's events."""
+        game_type = check_token("game type", game_type)
+        return f"{self.subject_prefix}.{game_type}.{check_token('game id', game_id)}"
+
+    async def publish(self, game_type: str, game_id: str, entries: Sequence[LogEntry]) -> None:
+        """See :meth:`Bus.publish`; waits for JetStream's ack of each entry, in order.
+
+        :raises nats.errors.Error: when the server is unreachable or does not ack in time.
+        """
+        subject = self.subject(game_type, game_id)
+        for entry in entries:
+            headers = {"Nats-Msg-Id": message_id(game_id, entry.event.seq)}
+            payload = entry.SerializeToString(deterministic=True)
+            try:
+                await self._jetstream.publish(subject, payload, headers=headers)
+            except nats.js.errors.NoStreamResponseError:
+                # A server that lost its store (or a fresh one) has no stream: make it, retry.
+                await self.ensure_stream()
+                await self._jetstream.publish(subject, payload, headers=headers)
+
+    def live(self, game_id: str) -> LiveStream:
+        """See :meth:`Bus.live`; one core subscription per game serves all local streams."""
+        check_token("game id", game_id)
+        game = self._live.setdefault(game_id, _LiveGame())
+        if game.subscribing is None:
+            game.subscribing = asyncio.get_running_loop().create_task(self._subscribe(game_id))
+
+        async def subscribed() -> None:
+            subscription = game.subscribing
+            if subscription is not None:
+                await subscription
+                if self._nc is not None:
+                    await self._nc.flush(timeout=max(1, round(self._timeout)))
+
+        stream = LiveStream(game_id, subscribed=subscribed, on_close=self._forget)
+        game.streams.add(stream)
+        return stream
+
+    async def _subscribe(self, game_id: str) -> Subscription:
+        if self._nc is None:
+            raise RuntimeError("NatsBus.start() has not been called")
+
+        async def deliver(msg: Msg) -> None:
+            game = self._live.get(game_id)
+            if game is None:
+                return
+            entry = LogEntry()
+            entry.ParseFromString(msg.data)
+            for stream in list(game.streams):
+                stream.deliver(entry)
+            if not game.streams:  # every stream was dropped without aclose()
+                self._unsubscribe(game_id)
+
+        return await self._nc.subscribe(f"{self.subject_prefix}.*.{game_id}", cb=deliver)
+
+    def _forget(self, stream: LiveStream) -> None:
+        game = self._live.get(stream.game_id)
+        if game is not None:
+            game.streams.discard(stream)
+            if not game.streams:
+                self._unsubscribe(stream.game_id)
+
+    def _unsubscribe(self, game_id: str) -> None:
+        game = self._live.pop(game_id, None)
+        if game is None or game.subscribing is None:
+            return
+        task = game.subscribing
+
+        async def unsubscribe() -> None:
+            with contextlib.suppress(Exception):
+                await (await task).unsubscribe()
+
+        asyncio.get_running_loop().create_task(unsubscribe())
+
+    def all_events(self, durable: str | None = None) -> AsyncIterator[Published]:
+        """See :meth:`Bus.all_events`: a pull consumer (durable ones start at the stream's head).
+
+        Consumers sharing ``durable`` share one JetStream durable consumer, so replicas split
+        the work; ``None`` makes an ephemeral consumer that starts with new messages.
+        """
+        return self._consume(durable)
+
+    async def _pull_subscription(self, durable: str | None) -> JetStreamContext.PullSubscription:
+        config = ConsumerConfig(
+            ack_policy=AckPolicy.EXPLICIT,
+            deliver_policy=DeliverPolicy.ALL if durable else DeliverPolicy.NEW,
+            ack_wait=self._ack_wait,
+        )
+        return await self._jetstream.pull_subscribe(
+            f"{self.subject_prefix}.>", durable=durable, stream=self.stream, config=config
+        )
+
+    def _published(self, msg: Msg) -> Published:
+        game_type, _, game_id = msg.subject[len(self.subject_prefix) + 1 :].partition(".")
+        entry = LogEntry()
+        entry.ParseFromString(msg.data)
+        return Published(game_type, game_id, entry)
+
+    async def _consume(self, durable: str | None) -> AsyncIterator[Published]:
+        subscription: JetStreamContext.PullSubscription | None = None
+        backoff = 0.1
+        try:
+            while True:
+                try:
+                    if subscription is None:
+                        subscription = await self._pull_subscription(durable)
+                    msgs = await subscription.fetch(self._fetch_batch, timeout=1.0)
+                except nats.errors.TimeoutError:
+                    continue  # nothing new within the fetch timeout
+                except (nats.errors.Error, OSError) as error:
+                    # After a restart the consumer (or our inbox) may be gone: start over.
+                    log.info("re-creating the pull consumer %r after %r", durable, error)
+                    if subscription is not None:
+                        with contextlib.suppress(Exception):
+                            await subscription.unsubscribe()
+                    subscription = None
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 5.0)
+                    continue
+                backoff = 0.1
+                for msg in msgs:
+                    yield self._published(msg)
+                    with contextlib.suppress(nats.errors.Error):
+                        await msg.ack()
+        finally:
+            if subscription is not None:
+                with contextlib.suppress(Exception):
+                    await subscription.unsubscribe()

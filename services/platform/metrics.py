@@ -1,0 +1,57 @@
+"""Prometheus metrics of the game service, served on ``DAST_METRICS_PORT``.
+
+- ``dast_commands_total{game,outcome}``: commands by outcome (accepted, duplicate, and the
+  status code name of every refusal);
+- ``dast_command_seconds{game}``: latency of SubmitCommand, from request to reply;
+- ``dast_appended_events_total{game}``: events appended to the store;
+- ``dast_relay_lag_seconds``: time from an append to its arrival on the live bus, as seen
+  by this process's subscribers.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, start_http_server
+
+_LATENCY_BUCKETS: Final = (
+    0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+)
+
+
+class GameMetrics:
+    """The game service's metrics, registered once per registry."""
+
+    def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
+        self.commands = Counter(
+            "dast_commands", "Commands handled, by outcome.", ["game", "outcome"],
+            registry=registry,
+        )
+        self.command_seconds = Histogram(
+            "dast_command_seconds", "SubmitCommand latency.", ["game"],
+            buckets=_LATENCY_BUCKETS, registry=registry,
+        )
+        self.appended = Counter(
+            "dast_appended_events", "Events appended to the store.", ["game"],
+            registry=registry,
+        )
+        self.relay_lag = Histogram(
+            "dast_relay_lag_seconds", "Delay from append to live delivery.",
+            buckets=_LATENCY_BUCKETS, registry=registry,
+        )
+
+
+_DEFAULT: GameMetrics | None = None
+
+
+def game_metrics() -> GameMetrics:
+    """The process-wide metrics (created on first use)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = GameMetrics()
+    return _DEFAULT
+
+
+def serve_metrics(port: int, host: str = "127.0.0.1") -> None:
+    """Expose ``/metrics`` over HTTP on ``host:port`` (a daemon thread)."""
+    start_http_server(port, addr=host)

@@ -1,0 +1,68 @@
+"""The SQL tables of the event store (SQLModel), shared by SQLite and PostgreSQL.
+
+``games`` holds one row per game: its type, the head of its log (``last_seq``,
+``last_hash``) and the relay's outbox watermark (``relayed_seq``: every event with a
+greater seq still has to reach the bus; ``relay_lease_until_ms``: a replica's claim on
+relaying this game, so that one game's events leave in seq order from one relay at a time).
+``events`` is the log itself, keyed by ``(game_id, seq)``: that primary key is the
+optimistic-concurrency check. ``commands`` remembers which seqs a ``command_id`` produced so
+that a retried command appends nothing. The Alembic migration in
+``services/platform/migrations/versions`` creates the same tables; keep them in step.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Column, Index, LargeBinary, String, text
+from sqlmodel import Field, SQLModel
+
+GAME_ID_LENGTH = 64
+COMMAND_ID_LENGTH = 128
+
+
+class GameRow(SQLModel, table=True):
+    """One game: its type, the head of its log and the relay watermark."""
+
+    __tablename__ = "games"
+    __table_args__ = (
+        # The relay asks "which games have unrelayed events?" constantly: keep it an index scan.
+        Index(
+            "ix_games_unrelayed",
+            "game_id",
+            postgresql_where=text("relayed_seq < last_seq"),
+            sqlite_where=text("relayed_seq < last_seq"),
+        ),
+    )
+
+    game_id: str = Field(sa_column=Column(String(GAME_ID_LENGTH), primary_key=True))
+    game_type: int = Field(nullable=False)
+    last_seq: int = Field(sa_column=Column(BigInteger, nullable=False, default=0))
+    last_hash: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    relayed_seq: int = Field(sa_column=Column(BigInteger, nullable=False, default=0))
+    relay_lease_until_ms: int = Field(sa_column=Column(BigInteger, nullable=False, default=0))
+
+
+class EventRow(SQLModel, table=True):
+    """One stored event: the serialized ``dast.v1.Event`` and its chain hash."""
+
+    __tablename__ = "events"
+
+    game_id: str = Field(sa_column=Column(String(GAME_ID_LENGTH), primary_key=True))
+    seq: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    game_type: int = Field(nullable=False)
+    event: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    hash: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    command_id: str | None = Field(
+        default=None, sa_column=Column(String(COMMAND_ID_LENGTH), nullable=True)
+    )
+    at_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
+class CommandRow(SQLModel, table=True):
+    """The seqs a command produced, so that a retry of the same ``command_id`` is a no-op."""
+
+    __tablename__ = "commands"
+
+    game_id: str = Field(sa_column=Column(String(GAME_ID_LENGTH), primary_key=True))
+    command_id: str = Field(sa_column=Column(String(COMMAND_ID_LENGTH), primary_key=True))
+    first_seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+    last_seq: int = Field(sa_column=Column(BigInteger, nullable=False))

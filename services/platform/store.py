@@ -1,0 +1,305 @@
+"""The event store: every game's append-only log, keyed by ``(game_id, seq)``.
+
+DESIGN.md "Event store and bus". A command's events are appended in one transaction; the
+primary key ``(game_id, seq)`` is the optimistic-concurrency check; a ``command_id`` makes a
+retried command append nothing; every entry must continue the game's hash chain
+(:mod:`engine.core.chain`). The store also keeps the relay's outbox (:class:`OutboxStore`):
+which appended events still have to be published on the bus.
+
+Errors::
+
+    StoreError
+     ├── GameNotFound          no such game
+     ├── GameExists            create_game for an id already taken
+     ├── ConcurrencyConflict   (game_id, seq) already taken: a lost race (gRPC ABORTED)
+     └── InvalidEntries        entries that do not continue the log (seq gap, broken chain)
+
+Implementations: :class:`MemoryEventStore` (here, for unit tests) and
+:class:`services.platform.store_sql.SqlEventStore` (SQLite and PostgreSQL), chosen by
+:func:`open_store`. All are synchronous and thread-safe; async code calls them through
+``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from dast.v1 import log_pb2
+
+from engine.core.chain import GENESIS_HASH, chain_hash
+
+LogEntry = log_pb2.LogEntry
+
+
+class StoreError(Exception):
+    """Base of every error the event store raises."""
+
+
+class GameNotFound(StoreError):
+    """Raised when a game id has no log."""
+
+
+class GameExists(StoreError):
+    """Raised by ``create_game`` when the game id is already taken."""
+
+
+class ConcurrencyConflict(StoreError):
+    """Raised when ``(game_id, seq)`` is already taken: another writer won the race."""
+
+
+class InvalidEntries(StoreError, ValueError):
+    """Raised when entries do not continue the log: a seq gap or a hash off the chain."""
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """What one command appended."""
+
+    entries: list[LogEntry]
+    """The entries of this command; for a repeated ``command_id``, the ones first appended."""
+    duplicate: bool
+    """True when the ``command_id`` had been seen: nothing was appended."""
+
+
+@dataclass(frozen=True)
+class Unrelayed:
+    """A game's events that the relay has claimed and must publish, in seq order."""
+
+    game_id: str
+    game_type: int
+    entries: list[LogEntry]
+
+
+@runtime_checkable
+class EventStore(Protocol):
+    """Every game's log. Synchronous; thread-safe."""
+
+    def create_game(self, game_id: str, game_type: int, entries: Sequence[LogEntry]) -> None:
+        """Create a game whose log starts with ``entries`` (seq 1 onwards, may be empty).
+
+        :raises GameExists: if ``game_id`` is taken.
+        :raises InvalidEntries: if the entries do not start a chain at seq 1.
+        """
+        ...
+
+    def append(
+        self, game_id: str, entries: Sequence[LogEntry], *, command_id: str | None
+    ) -> AppendResult:
+        """Append one command's entries (``entries[0].event.seq == last_seq + 1``) atomically.
+
+        A ``command_id`` seen before returns the first result and appends nothing.
+
+        :raises GameNotFound: if the game does not exist.
+        :raises ConcurrencyConflict: if another writer already took one of the seqs.
+        :raises InvalidEntries: if the entries are empty, skip a seq or break the hash chain.
+        """
+        ...
+
+    def load(self, game_id: str, after_seq: int = 0) -> list[LogEntry]:
+        """The game's entries with seq > ``after_seq``, in order.
+
+        :raises GameNotFound: if the game does not exist.
+        """
+        ...
+
+    def game_type(self, game_id: str) -> int:
+        """The game's ``dast.v1.GameType``.
+
+        :raises GameNotFound: if the game does not exist.
+        """
+        ...
+
+    def last_seq(self, game_id: str) -> int:
+        """The seq of the game's last event (0 for an empty log).
+
+        :raises GameNotFound: if the game does not exist.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release connections; the store is unusable afterwards."""
+        ...
+
+
+@runtime_checkable
+class OutboxStore(EventStore, Protocol):
+    """An event store that also tracks which events the relay still has to publish."""
+
+    def claim_unrelayed(
+        self, *, max_games: int = 100, max_events: int = 500, lease_ms: int = 30_000
+    ) -> list[Unrelayed]:
+        """Claim up to ``max_games`` games with unrelayed events (not claimed by anyone else).
+
+        A claim lasts ``lease_ms`` unless :meth:`mark_relayed` or :meth:`release` ends it, so a
+        relay that dies holding a claim delays its games by at most the lease.
+        """
+        ...
+
+    def mark_relayed(self, game_id: str, seq: int) -> None:
+        """Record that every event of the game up to ``seq`` reached the bus; end the claim."""
+        ...
+
+    def release(self, game_ids: Sequence[str]) -> None:
+        """End claims without relaying (publishing failed); others may claim them now."""
+        ...
+
+
+def now_ms() -> int:
+    """The wall clock in milliseconds (services stamp time; the engine never reads it)."""
+    return time.time_ns() // 1_000_000
+
+
+def check_continuation(
+    game_id: str, last_seq: int, last_hash: bytes, entries: Sequence[LogEntry]
+) -> None:
+    """Check that ``entries`` continue a log ending at ``last_seq`` with hash ``last_hash``.
+
+    :raises ConcurrencyConflict: if the first seq is already taken (the caller's view is stale).
+    :raises InvalidEntries: on a seq gap or a hash that does not chain.
+    """
+    prev_seq, prev_hash = last_seq, last_hash
+    for index, entry in enumerate(entries):
+        seq = entry.event.seq
+        if index == 0 and seq <= last_seq:
+            raise ConcurrencyConflict(
+                f"game {game_id}: seq {seq} is already taken (last seq is {last_seq})"
+            )
+        if seq != prev_seq + 1:
+            raise InvalidEntries(f"game {game_id}: seq {seq} does not follow {prev_seq}")
+        expected = chain_hash(prev_hash, entry.event)
+        if entry.hash != expected:
+            raise InvalidEntries(f"game {game_id}: hash of seq {seq} does not chain")
+        prev_seq, prev_hash = seq, expected
+
+
+def copy_entries(entries: Sequence[LogEntry]) -> list[LogEntry]:
+    """Independent copies, so that callers never share mutable protos with the store."""
+    copies = []
+    for entry in entries:
+        copy = LogEntry()
+        copy.CopyFrom(entry)
+        copies.append(copy)
+    return copies
+
+
+@dataclass
+class _MemoryGame:
+    game_type: int
+    entries: list[LogEntry] = field(default_factory=list)
+    commands: dict[str, tuple[int, int]] = field(default_factory=dict)
+    relayed_seq: int = 0
+    lease_until_ms: int = 0
+
+    @property
+    def last_seq(self) -> int:
+        return len(self.entries)
+
+    @property
+    def last_hash(self) -> bytes:
+        return self.entries[-1].hash if self.entries else GENESIS_HASH
+
+
+class MemoryEventStore:
+    """The event store in a dict: the same contract as the SQL store, for unit tests."""
+
+    def __init__(self) -> None:
+        self._games: dict[str, _MemoryGame] = {}
+        self._lock = threading.Lock()
+
+    def _game(self, game_id: str) -> _MemoryGame:
+        game = self._games.get(game_id)
+        if game is None:
+            raise GameNotFound(f"no game {game_id}")
+        return game
+
+    def create_game(self, game_id: str, game_type: int, entries: Sequence[LogEntry]) -> None:
+        """See :meth:`EventStore.create_game`."""
+        with self._lock:
+            if game_id in self._games:
+                raise GameExists(f"game {game_id} exists")
+            check_continuation(game_id, 0, GENESIS_HASH, entries)
+            self._games[game_id] = _MemoryGame(game_type, copy_entries(entries))
+
+    def append(
+        self, game_id: str, entries: Sequence[LogEntry], *, command_id: str | None
+    ) -> AppendResult:
+        """See :meth:`EventStore.append`."""
+        with self._lock:
+            game = self._game(game_id)
+            if command_id is not None and command_id in game.commands:
+                first, last = game.commands[command_id]
+                return AppendResult(copy_entries(game.entries[first - 1 : last]), duplicate=True)
+            if not entries:
+                raise InvalidEntries(f"game {game_id}: a command must append at least one event")
+            check_continuation(game_id, game.last_seq, game.last_hash, entries)
+            game.entries.extend(copy_entries(entries))
+            if command_id is not None:
+                game.commands[command_id] = (entries[0].event.seq, entries[-1].event.seq)
+            return AppendResult(copy_entries(entries), duplicate=False)
+
+    def load(self, game_id: str, after_seq: int = 0) -> list[LogEntry]:
+        """See :meth:`EventStore.load`."""
+        with self._lock:
+            return copy_entries(self._game(game_id).entries[max(after_seq, 0) :])
+
+    def game_type(self, game_id: str) -> int:
+        """See :meth:`EventStore.game_type`."""
+        with self._lock:
+            return self._game(game_id).game_type
+
+    def last_seq(self, game_id: str) -> int:
+        """See :meth:`EventStore.last_seq`."""
+        with self._lock:
+            return self._game(game_id).last_seq
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def claim_unrelayed(
+        self, *, max_games: int = 100, max_events: int = 500, lease_ms: int = 30_000
+    ) -> list[Unrelayed]:
+        """See :meth:`OutboxStore.claim_unrelayed`."""
+        now = now_ms()
+        claimed: list[Unrelayed] = []
+        with self._lock:
+            for game_id in sorted(self._games):
+                game = self._games[game_id]
+                if game.relayed_seq >= game.last_seq or game.lease_until_ms > now:
+                    continue
+                game.lease_until_ms = now + lease_ms
+                pending = game.entries[game.relayed_seq : game.relayed_seq + max_events]
+                claimed.append(Unrelayed(game_id, game.game_type, copy_entries(pending)))
+                if len(claimed) >= max_games:
+                    break
+        return claimed
+
+    def mark_relayed(self, game_id: str, seq: int) -> None:
+        """See :meth:`OutboxStore.mark_relayed`."""
+        with self._lock:
+            game = self._game(game_id)
+            game.relayed_seq = max(game.relayed_seq, seq)
+            game.lease_until_ms = 0
+
+    def release(self, game_ids: Sequence[str]) -> None:
+        """See :meth:`OutboxStore.release`."""
+        with self._lock:
+            for game_id in game_ids:
+                self._game(game_id).lease_until_ms = 0
+
+
+def open_store(url: str | None) -> OutboxStore:
+    """Open the event store at ``url``.
+
+    ``None`` is a private in-memory SQLite database (nothing written to disk);
+    ``sqlite:///path`` a SQLite file (WAL, busy timeout; tables created when missing);
+    ``postgresql+psycopg://…`` PostgreSQL, migrated to the latest schema first.
+
+    :raises ValueError: for any other kind of URL.
+    """
+    from services.platform.store_sql import SqlEventStore
+
+    return SqlEventStore.open(url)

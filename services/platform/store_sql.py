@@ -1,0 +1,326 @@
+"""The event store on SQL: SQLite (the embedded default) and PostgreSQL (production).
+
+Both use the tables of :mod:`services.platform.models`. PostgreSQL is migrated with Alembic
+(:func:`services.platform.migrations.upgrade_database`); SQLite gets the same tables from
+``SQLModel.metadata.create_all``. SQLite write transactions start with ``BEGIN IMMEDIATE`` so
+that two writers queue on the busy timeout instead of failing to upgrade a read lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event, insert, select, text, update
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.pool import StaticPool
+from sqlmodel import SQLModel
+
+from engine.core.chain import GENESIS_HASH
+from services.platform.models import CommandRow, EventRow, GameRow
+from services.platform.store import (
+    AppendResult,
+    ConcurrencyConflict,
+    GameExists,
+    GameNotFound,
+    InvalidEntries,
+    LogEntry,
+    Unrelayed,
+    check_continuation,
+    now_ms,
+)
+
+GAMES = GameRow.__table__  # type: ignore[attr-defined]
+EVENTS = EventRow.__table__  # type: ignore[attr-defined]
+COMMANDS = CommandRow.__table__  # type: ignore[attr-defined]
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+# One statement both picks and leases games, skipping rows another relay has locked, so that
+# concurrent replicas split the backlog instead of publishing the same events twice.
+_CLAIM_POSTGRES = text(
+    """
+    UPDATE games SET relay_lease_until_ms = :until
+    WHERE game_id IN (
+        SELECT game_id FROM games
+        WHERE relayed_seq < last_seq AND relay_lease_until_ms <= :now
+        ORDER BY game_id LIMIT :max_games
+        FOR UPDATE SKIP LOCKED)
+    RETURNING game_id, game_type, relayed_seq
+    """
+)
+
+
+def _event_row(
+    game_id: str, game_type: int, entry: LogEntry, command_id: str | None
+) -> dict[str, Any]:
+    return {
+        "game_id": game_id,
+        "seq": entry.event.seq,
+        "game_type": game_type,
+        "event": entry.event.SerializeToString(deterministic=True),
+        "hash": entry.hash,
+        "command_id": command_id,
+        "at_ms": entry.event.at_ms,
+    }
+
+
+def _entry(event_bytes: bytes, hash_: bytes) -> LogEntry:
+    entry = LogEntry(hash=hash_)
+    entry.event.ParseFromString(event_bytes)
+    return entry
+
+
+def _sqlite_engine(url: str) -> Engine:
+    in_memory = make_url(url).database in (None, "", ":memory:")
+    engine = create_engine(
+        url,
+        connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+        # One shared connection keeps an in-memory database alive across threads.
+        poolclass=StaticPool if in_memory else None,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves (below)
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin_immediate(connection: Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+class SqlEventStore:
+    """:class:`~services.platform.store.OutboxStore` on SQLAlchemy Core over SQLModel tables."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._is_postgres = engine.dialect.name == "postgresql"
+        # SQLite has one writer anyway; serializing in-process keeps the shared in-memory
+        # connection safe and spares threads the busy-timeout polling.
+        self._lock: contextlib.AbstractContextManager[Any] = (
+            contextlib.nullcontext() if self._is_postgres else threading.RLock()
+        )
+
+    @classmethod
+    def open(cls, url: str | None) -> SqlEventStore:
+        """Open (and create or migrate) the store at ``url``; see :func:`store.open_store`.
+
+        :raises ValueError: if ``url`` is neither SQLite nor PostgreSQL.
+        """
+        url = url or "sqlite://"
+        backend = make_url(url).get_backend_name()
+        if backend == "sqlite":
+            engine = _sqlite_engine(url)
+            SQLModel.metadata.create_all(engine, tables=[GAMES, EVENTS, COMMANDS])
+            return cls(engine)
+        if backend == "postgresql":
+            from services.platform.migrations import upgrade_database
+
+            upgrade_database(url)
+            return cls(create_engine(url, pool_pre_ping=True))
+        raise ValueError(f"unsupported event store URL {make_url(url)!r}")
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        with self._lock, self._engine.begin() as connection:
+            yield connection
+
+    def create_game(self, game_id: str, game_type: int, entries: Sequence[LogEntry]) -> None:
+        """See :meth:`EventStore.create_game`."""
+        check_continuation(game_id, 0, GENESIS_HASH, entries)
+        head = entries[-1].hash if entries else GENESIS_HASH
+        try:
+            with self._transaction() as connection:
+                connection.execute(
+                    insert(GAMES).values(
+                        game_id=game_id,
+                        game_type=game_type,
+                        last_seq=len(entries),
+                        last_hash=head,
+                        relayed_seq=0,
+                        relay_lease_until_ms=0,
+                    )
+                )
+                if entries:
+                    rows = [_event_row(game_id, game_type, e, None) for e in entries]
+                    connection.execute(insert(EVENTS), rows)
+        except IntegrityError as error:
+            raise GameExists(f"game {game_id} exists") from error
+
+    def append(
+        self, game_id: str, entries: Sequence[LogEntry], *, command_id: str | None
+    ) -> AppendResult:
+        """See :meth:`EventStore.append`."""
+        if command_id is not None and (first := self._command_result(game_id, command_id)):
+            return first
+        if not entries:
+            raise InvalidEntries(f"game {game_id}: a command must append at least one event")
+        try:
+            with self._transaction() as connection:
+                self._append_in(connection, game_id, entries, command_id)
+        except (IntegrityError, ConcurrencyConflict) as error:
+            # Either another command took the seq, or this very command_id raced its retry.
+            if command_id is not None and (first := self._command_result(game_id, command_id)):
+                return first
+            if isinstance(error, ConcurrencyConflict):
+                raise
+            raise ConcurrencyConflict(
+                f"game {game_id}: seq {entries[0].event.seq} is already taken"
+            ) from error
+        return AppendResult(list(entries), duplicate=False)
+
+    def _append_in(
+        self,
+        connection: Connection,
+        game_id: str,
+        entries: Sequence[LogEntry],
+        command_id: str | None,
+    ) -> None:
+        head = connection.execute(
+            select(GAMES.c.game_type, GAMES.c.last_seq, GAMES.c.last_hash).where(
+                GAMES.c.game_id == game_id
+            )
+        ).first()
+        if head is None:
+            raise GameNotFound(f"no game {game_id}")
+        check_continuation(game_id, head.last_seq, head.last_hash, entries)
+        rows = [_event_row(game_id, head.game_type, e, command_id) for e in entries]
+        connection.execute(insert(EVENTS), rows)
+        last = entries[-1].event.seq
+        if command_id is not None:
+            connection.execute(
+                insert(COMMANDS).values(
+                    game_id=game_id,
+                    command_id=command_id,
+                    first_seq=entries[0].event.seq,
+                    last_seq=last,
+                )
+            )
+        moved = connection.execute(
+            update(GAMES)
+            .where(GAMES.c.game_id == game_id, GAMES.c.last_seq == head.last_seq)
+            .values(last_seq=last, last_hash=entries[-1].hash)
+        )
+        if moved.rowcount != 1:
+            raise ConcurrencyConflict(f"game {game_id}: seq {entries[0].event.seq} was taken")
+
+    def _command_result(self, game_id: str, command_id: str) -> AppendResult | None:
+        with self._transaction() as connection:
+            seqs = connection.execute(
+                select(COMMANDS.c.first_seq, COMMANDS.c.last_seq).where(
+                    COMMANDS.c.game_id == game_id, COMMANDS.c.command_id == command_id
+                )
+            ).first()
+            if seqs is None:
+                return None
+            entries = self._select_entries(connection, game_id, seqs.first_seq - 1, seqs.last_seq)
+        return AppendResult(entries, duplicate=True)
+
+    @staticmethod
+    def _select_entries(
+        connection: Connection, game_id: str, after_seq: int, up_to_seq: int | None = None
+    ) -> list[LogEntry]:
+        query = select(EVENTS.c.event, EVENTS.c.hash).where(
+            EVENTS.c.game_id == game_id, EVENTS.c.seq > after_seq
+        )
+        if up_to_seq is not None:
+            query = query.where(EVENTS.c.seq <= up_to_seq)
+        rows = connection.execute(query.order_by(EVENTS.c.seq))
+        return [_entry(row.event, row.hash) for row in rows]
+
+    def _head(self, connection: Connection, game_id: str) -> Any:
+        head = connection.execute(
+            select(GAMES.c.game_type, GAMES.c.last_seq).where(GAMES.c.game_id == game_id)
+        ).first()
+        if head is None:
+            raise GameNotFound(f"no game {game_id}")
+        return head
+
+    def load(self, game_id: str, after_seq: int = 0) -> list[LogEntry]:
+        """See :meth:`EventStore.load`."""
+        with self._transaction() as connection:
+            self._head(connection, game_id)
+            return self._select_entries(connection, game_id, after_seq)
+
+    def game_type(self, game_id: str) -> int:
+        """See :meth:`EventStore.game_type`."""
+        with self._transaction() as connection:
+            return int(self._head(connection, game_id).game_type)
+
+    def last_seq(self, game_id: str) -> int:
+        """See :meth:`EventStore.last_seq`."""
+        with self._transaction() as connection:
+            return int(self._head(connection, game_id).last_seq)
+
+    def close(self) -> None:
+        """Dispose of the connection pool."""
+        self._engine.dispose()
+
+    def claim_unrelayed(
+        self, *, max_games: int = 100, max_events: int = 500, lease_ms: int = 30_000
+    ) -> list[Unrelayed]:
+        """See :meth:`OutboxStore.claim_unrelayed`."""
+        now = now_ms()
+        with self._transaction() as connection:
+            if self._is_postgres:
+                params = {"until": now + lease_ms, "now": now, "max_games": max_games}
+                games = list(connection.execute(_CLAIM_POSTGRES, params))
+                games.sort(key=lambda game: str(game.game_id))
+            else:
+                games = list(
+                    connection.execute(
+                        select(GAMES.c.game_id, GAMES.c.game_type, GAMES.c.relayed_seq)
+                        .where(
+                            GAMES.c.relayed_seq < GAMES.c.last_seq,
+                            GAMES.c.relay_lease_until_ms <= now,
+                        )
+                        .order_by(GAMES.c.game_id)
+                        .limit(max_games)
+                    )
+                )
+                if games:
+                    connection.execute(
+                        update(GAMES)
+                        .where(GAMES.c.game_id.in_([game.game_id for game in games]))
+                        .values(relay_lease_until_ms=now + lease_ms)
+                    )
+            return [
+                Unrelayed(
+                    game.game_id,
+                    game.game_type,
+                    self._select_entries(
+                        connection, game.game_id, game.relayed_seq, game.relayed_seq + max_events
+                    ),
+                )
+                for game in games
+            ]
+
+    def mark_relayed(self, game_id: str, seq: int) -> None:
+        """See :meth:`OutboxStore.mark_relayed`."""
+        with self._transaction() as connection:
+            connection.execute(
+                update(GAMES)
+                .where(GAMES.c.game_id == game_id, GAMES.c.relayed_seq < seq)
+                .values(relayed_seq=seq, relay_lease_until_ms=0)
+            )
+
+    def release(self, game_ids: Sequence[str]) -> None:
+        """See :meth:`OutboxStore.release`."""
+        if not game_ids:
+            return
+        with self._transaction() as connection:
+            connection.execute(
+                update(GAMES)
+                .where(GAMES.c.game_id.in_(list(game_ids)))
+                .values(relay_lease_until_ms=0)
+            )

@@ -1,0 +1,220 @@
+"""The event store contract, run against every backend (ES ``AggregateRecorderTestCase``).
+
+Subclasses provide a ``store`` fixture (and ``make_rival_store`` for a second handle on the
+same data); ``test_store.py`` binds it to memory, SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from services.platform.store import (
+    AppendResult,
+    ConcurrencyConflict,
+    GameExists,
+    GameNotFound,
+    InvalidEntries,
+    LogEntry,
+    OutboxStore,
+)
+from tests.services.platform.helpers import HOKM, continue_log, make_entries, seqs
+
+
+def _race_appends(
+    handles: list[OutboxStore], batches: list[list[LogEntry]]
+) -> list[AppendResult | ConcurrencyConflict]:
+    """Let ``handles[i]`` append ``batches[i]`` to game g1 all at once (threads, one barrier)."""
+    barrier = threading.Barrier(len(handles))
+
+    def append(index: int) -> AppendResult | ConcurrencyConflict:
+        barrier.wait()
+        try:
+            return handles[index].append("g1", batches[index], command_id=None)
+        except ConcurrencyConflict as conflict:
+            return conflict
+
+    with ThreadPoolExecutor(len(handles)) as pool:
+        return list(pool.map(append, range(len(handles))))
+
+
+class EventStoreContract:
+    """What every :class:`~services.platform.store.EventStore` must do (DESIGN.md)."""
+
+    @pytest.fixture
+    def rival(self, store: OutboxStore) -> Callable[[], OutboxStore]:
+        """A second handle on the store's data, as another replica would hold (default: same)."""
+        return lambda: store
+
+    def test_create_append_load_round_trip(self, store: OutboxStore) -> None:
+        start = make_entries(1, 2)
+        store.create_game("g1", HOKM, start)
+        more = continue_log(start, 3)
+        result = store.append("g1", more, command_id="c1")
+        assert result == AppendResult(more, duplicate=False)
+        assert store.load("g1") == start + more
+        assert store.last_seq("g1") == 5
+        assert store.game_type("g1") == HOKM
+
+    def test_load_after_seq_returns_only_later_entries(self, store: OutboxStore) -> None:
+        log = make_entries(1, 6)
+        store.create_game("g1", HOKM, log)
+        assert seqs(store.load("g1", after_seq=4)) == [5, 6]
+        assert store.load("g1", after_seq=6) == []
+        assert store.load("g1", after_seq=0) == log
+
+    def test_game_may_start_with_an_empty_log(self, store: OutboxStore) -> None:
+        store.create_game("g1", HOKM, [])
+        assert store.last_seq("g1") == 0
+        store.append("g1", make_entries(1, 1), command_id=None)
+        assert store.last_seq("g1") == 1
+
+    def test_games_are_independent(self, store: OutboxStore) -> None:
+        store.create_game("g1", HOKM, make_entries(1, 3))
+        store.create_game("g2", 2, make_entries(1, 1, at_ms=7))
+        assert seqs(store.load("g1")) == [1, 2, 3]
+        assert seqs(store.load("g2")) == [1]
+        assert store.game_type("g2") == 2
+
+    def test_create_existing_game_raises_game_exists(self, store: OutboxStore) -> None:
+        store.create_game("g1", HOKM, make_entries(1, 1))
+        with pytest.raises(GameExists):
+            store.create_game("g1", HOKM, make_entries(1, 1))
+
+    def test_unknown_game_raises_game_not_found(self, store: OutboxStore) -> None:
+        with pytest.raises(GameNotFound):
+            store.load("nope")
+        with pytest.raises(GameNotFound):
+            store.game_type("nope")
+        with pytest.raises(GameNotFound):
+            store.last_seq("nope")
+        with pytest.raises(GameNotFound):
+            store.append("nope", make_entries(1, 1), command_id="c1")
+
+    def test_log_must_start_at_seq_one(self, store: OutboxStore) -> None:
+        with pytest.raises(InvalidEntries):
+            store.create_game("g1", HOKM, make_entries(2, 1))
+        with pytest.raises(GameNotFound):  # nothing was written
+            store.last_seq("g1")
+
+    def test_append_must_continue_seq_without_gap(self, store: OutboxStore) -> None:
+        log = make_entries(1, 2)
+        store.create_game("g1", HOKM, log)
+        with pytest.raises(InvalidEntries):
+            store.append("g1", make_entries(4, 1, log[-1].hash), command_id=None)
+        gap_inside = continue_log(log, 3)
+        del gap_inside[1]
+        with pytest.raises(InvalidEntries):
+            store.append("g1", gap_inside, command_id=None)
+        assert store.last_seq("g1") == 2
+
+    def test_append_rejects_hash_that_does_not_chain(self, store: OutboxStore) -> None:
+        # DESIGN.md "Tamper evidence": hash(n) = sha256(hash(n-1) || event n).
+        log = make_entries(1, 2)
+        store.create_game("g1", HOKM, log)
+        forged = continue_log(log, 2)
+        forged[1].hash = bytes(32)
+        with pytest.raises(InvalidEntries):
+            store.append("g1", forged, command_id=None)
+        off_chain = make_entries(3, 1, prev_hash=b"\x01" * 32)
+        with pytest.raises(InvalidEntries):
+            store.append("g1", off_chain, command_id=None)
+        assert store.load("g1") == log  # all-or-nothing
+
+    def test_append_of_taken_seq_raises_concurrency_conflict(self, store: OutboxStore) -> None:
+        log = make_entries(1, 2)
+        store.create_game("g1", HOKM, log)
+        store.append("g1", continue_log(log, 1, at_ms=5), command_id=None)
+        with pytest.raises(ConcurrencyConflict):
+            store.append("g1", continue_log(log, 1, at_ms=9), command_id=None)
+
+    def test_empty_append_is_rejected(self, store: OutboxStore) -> None:
+        store.create_game("g1", HOKM, [])
+        with pytest.raises(InvalidEntries):
+            store.append("g1", [], command_id="c1")
+
+    def test_repeated_command_id_returns_first_result_and_appends_nothing(
+        self, store: OutboxStore
+    ) -> None:
+        log = make_entries(1, 1)
+        store.create_game("g1", HOKM, log)
+        first = continue_log(log, 2)
+        assert store.append("g1", first, command_id="c1").duplicate is False
+        # A retry computed from a newer state (different events, later seqs) changes nothing.
+        retry = continue_log(log + first, 1)
+        repeated = store.append("g1", retry, command_id="c1")
+        assert repeated == AppendResult(first, duplicate=True)
+        assert store.last_seq("g1") == 3
+        # command ids are per game
+        store.create_game("g2", HOKM, [])
+        assert store.append("g2", make_entries(1, 1), command_id="c1").duplicate is False
+
+    def test_concurrent_appends_one_wins_the_rest_conflict(
+        self, store: OutboxStore, rival: Callable[[], OutboxStore]
+    ) -> None:
+        # DESIGN.md: the primary key (game_id, seq) is the optimistic-concurrency check.
+        writers = 4
+        log = make_entries(1, 1)
+        store.create_game("g1", HOKM, log)
+        handles = [store] + [rival() for _ in range(writers - 1)]
+        for _ in range(3):
+            log = store.load("g1")
+            rivals = [continue_log(log, 2, at_ms=100 * (i + 1)) for i in range(writers)]
+            outcomes = _race_appends(handles, rivals)
+            winners = [i for i, outcome in enumerate(outcomes) if isinstance(outcome, AppendResult)]
+            assert len(winners) == 1, outcomes
+            assert sum(isinstance(o, ConcurrencyConflict) for o in outcomes) == writers - 1
+            assert store.load("g1") == log + rivals[winners[0]]
+
+    def test_concurrent_retries_of_one_command_append_once(
+        self, store: OutboxStore, rival: Callable[[], OutboxStore]
+    ) -> None:
+        log = make_entries(1, 1)
+        store.create_game("g1", HOKM, log)
+        batch = continue_log(log, 2)
+        handles = [store, rival(), rival()]
+        barrier = threading.Barrier(len(handles))
+
+        def retry(handle: OutboxStore) -> AppendResult:
+            barrier.wait()
+            return handle.append("g1", batch, command_id="same")
+
+        with ThreadPoolExecutor(len(handles)) as pool:
+            results = list(pool.map(retry, handles))
+        assert sorted(result.duplicate for result in results) == [False, True, True]
+        assert all(result.entries == batch for result in results)
+        assert store.load("g1") == log + batch
+
+    def test_returned_entries_are_copies(self, store: OutboxStore) -> None:
+        log = make_entries(1, 1)
+        store.create_game("g1", HOKM, log)
+        store.load("g1")[0].event.at_ms = 999
+        assert store.load("g1") == log
+
+    def test_outbox_claims_unrelayed_events_in_seq_order(self, store: OutboxStore) -> None:
+        store.create_game("g1", HOKM, make_entries(1, 3))
+        store.create_game("g2", HOKM, make_entries(1, 1))
+        claimed = store.claim_unrelayed(max_events=2)
+        assert [(game.game_id, game.game_type, seqs(game.entries)) for game in claimed] == [
+            ("g1", HOKM, [1, 2]),
+            ("g2", HOKM, [1]),
+        ]
+        # claimed games are leased: nobody else claims them meanwhile
+        assert store.claim_unrelayed() == []
+        store.mark_relayed("g1", 2)
+        store.release(["g2"])
+        again = store.claim_unrelayed()
+        assert [(game.game_id, seqs(game.entries)) for game in again] == [("g1", [3]), ("g2", [1])]
+        store.mark_relayed("g1", 3)
+        store.mark_relayed("g2", 1)
+        assert store.claim_unrelayed(lease_ms=0) == []
+        store.append("g2", continue_log(store.load("g2"), 1), command_id=None)
+        assert [seqs(game.entries) for game in store.claim_unrelayed()] == [[2]]
+
+    def test_expired_claim_can_be_taken_over(self, store: OutboxStore) -> None:
+        store.create_game("g1", HOKM, make_entries(1, 1))
+        assert len(store.claim_unrelayed(lease_ms=0)) == 1
+        assert len(store.claim_unrelayed()) == 1

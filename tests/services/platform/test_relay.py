@@ -1,0 +1,115 @@
+"""The relay: store outbox → bus, promptly, with retries, and split between replicas."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import AsyncIterator, Iterator, Sequence
+
+import pytest
+
+from services.platform.bus import InProcessBus, LogEntry
+from services.platform.relay import Relay
+from services.platform.store import MemoryEventStore, OutboxStore, open_store
+from tests.services.platform.helpers import HOKM, continue_log, make_entries, seqs
+
+TIMEOUT = 10.0
+
+
+class RecordingBus(InProcessBus):
+    """An in-process bus that records every publish and can fail the first few."""
+
+    def __init__(self, failures: int = 0) -> None:
+        super().__init__()
+        self.failures_left = failures
+        self.published: list[tuple[str, str, int]] = []
+
+    async def publish(self, game_type: str, game_id: str, entries: Sequence[LogEntry]) -> None:
+        if self.failures_left > 0:
+            self.failures_left -= 1
+            raise ConnectionError("bus down")
+        self.published.extend((game_type, game_id, e.event.seq) for e in entries)
+        await super().publish(game_type, game_id, entries)
+
+
+@pytest.fixture
+async def running_relays() -> AsyncIterator[list[asyncio.Task[None]]]:
+    tasks: list[asyncio.Task[None]] = []
+    yield tasks
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_notify_publishes_an_append_at_once(
+    running_relays: list[asyncio.Task[None]],
+) -> None:
+    store, bus = MemoryEventStore(), InProcessBus()
+    relay = Relay(store, bus, poll_seconds=60)  # only notify() can wake it in time
+    running_relays.append(asyncio.create_task(relay.run()))
+    async with bus.live("g1") as live:
+        log = make_entries(1, 2)
+        store.create_game("g1", HOKM, log)
+        relay.notify()
+        assert seqs(await asyncio.wait_for(_take(live, 2), 2.0)) == [1, 2]
+        store.append("g1", continue_log(log, 1), command_id="c")
+        relay.notify()
+        assert seqs(await asyncio.wait_for(_take(live, 1), 2.0)) == [3]
+    assert store.claim_unrelayed() == []
+
+
+async def test_failed_publishes_are_retried_until_they_succeed(
+    running_relays: list[asyncio.Task[None]],
+) -> None:
+    store, bus = MemoryEventStore(), RecordingBus(failures=3)
+    relay = Relay(store, bus, poll_seconds=60, max_backoff_seconds=0.05)
+    running_relays.append(asyncio.create_task(relay.run()))
+    store.create_game("g1", HOKM, make_entries(1, 3))
+    relay.notify()
+    await _until(lambda: len(bus.published) == 3)
+    assert relay.failures == 3
+    assert bus.published == [("hokm", "g1", 1), ("hokm", "g1", 2), ("hokm", "g1", 3)]
+
+
+@pytest.fixture
+def two_postgres_stores(pg_url: str) -> Iterator[tuple[OutboxStore, OutboxStore]]:
+    first, second = open_store(pg_url), open_store(pg_url)
+    yield first, second
+    first.close()
+    second.close()
+
+
+async def test_replicas_split_the_backlog_without_duplicates(
+    two_postgres_stores: tuple[OutboxStore, OutboxStore],
+    running_relays: list[asyncio.Task[None]],
+) -> None:
+    # PostgreSQL claims games with FOR UPDATE SKIP LOCKED: each event leaves exactly once,
+    # each game's events in seq order.
+    first, second = two_postgres_stores
+    games = [f"g{i}" for i in range(30)]
+    for game_id in games:
+        first.create_game(game_id, HOKM, make_entries(1, 3))
+    bus = RecordingBus()
+    for store in (first, second):
+        relay = Relay(store, bus, poll_seconds=0.05, max_games=4)
+        running_relays.append(asyncio.create_task(relay.run()))
+    await _until(lambda: len(bus.published) >= 3 * len(games))
+    await asyncio.sleep(0.3)  # room for a duplicate to show up
+    assert len(bus.published) == 3 * len(games)
+    by_game = collections.defaultdict(list)
+    for _, game_id, seq in bus.published:
+        by_game[game_id].append(seq)
+    assert by_game == {game_id: [1, 2, 3] for game_id in games}
+    assert first.claim_unrelayed() == []
+
+
+async def _take(live: AsyncIterator[LogEntry], count: int) -> list[LogEntry]:
+    return [await anext(live) for _ in range(count)]
+
+
+async def _until(condition: collections.abc.Callable[[], bool]) -> None:
+    async def wait() -> None:
+        while not condition():
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(wait(), TIMEOUT)
