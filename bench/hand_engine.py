@@ -8,6 +8,8 @@
 - ``min_penalty_ms_mean`` / ``_max``: :func:`engine.hand.solver.min_penalty` likewise.
 - ``meld_rich_*``: the same three over hands built mostly of melds (two jokers, many
   overlapping runs and sets), the solver's hard case.
+- ``decisions_per_s``: random legal play of whole 4-player matches (default rules) through
+  ``legal`` + ``decide`` + ``evolve`` of :mod:`engine.hand`, commands per second.
 
 Goals: best_opening and can_go_out mean ≤ 0.5 ms and worst ≤ 5 ms over ≥ 2,000 random
 hands. Run ``python bench/hand_engine.py --json`` for one JSON object (fixed seed).
@@ -99,6 +101,30 @@ def bench_min_penalty(cases: list[Case]) -> tuple[float, float]:
     return _time(cases, lambda case: min_penalty(case[0], table_melds=case[1]))
 
 
+def bench_decisions(matches: int, seed: int) -> tuple[float, int]:
+    """(commands per second, commands) of random legal play: ``legal``, a uniform choice,
+    ``decide`` and ``evolve`` for every command of ``matches`` whole 4-player matches."""
+    from dast.v1 import common_pb2, hand_pb2
+
+    from engine import hand as game
+
+    rng = random.Random(seed)
+    players = [common_pb2.Player(player_id=f"p{seat}") for seat in range(4)]
+    commands = 0
+    elapsed = 0.0
+    for index in range(matches):
+        server_seed = random.Random(seed + index).randbytes(32)
+        state = game.replay(game.start(hand_pb2.HandRules(), server_seed, players))
+        began = time.process_time()
+        while (seat := game.to_act(state)) is not None:
+            options = game.legal(state, seat)
+            for event in game.decide(state, options[rng.randrange(len(options))]):
+                state = game.evolve(state, event)
+            commands += 1
+        elapsed += time.process_time() - began
+    return commands / elapsed, commands
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -119,6 +145,8 @@ def main() -> None:
         mean, worst = bench(rich)
         results[f"meld_rich_{name}_ms_mean"] = round(mean, 4)
         results[f"meld_rich_{name}_ms_max"] = round(worst, 4)
+    per_s, decisions = bench_decisions(3, args.seed)
+    results.update(decisions_per_s=round(per_s), decisions=decisions)
     if args.json:
         print(json.dumps(results, sort_keys=True))
     else:

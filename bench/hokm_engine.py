@@ -4,6 +4,10 @@
   (4 players, default rules), commands per second.
 - ``replay_events_per_s``: ``evolve`` over recorded logs, events per second.
 - ``match_replay_ms``: ``replay`` of one full 7-point four-player match, milliseconds.
+- ``baseline_decisions_per_s``: the same random play in :mod:`bench.baselines.naive_hokm`, a
+  straightforward list-of-objects Hokm round with none of the engine's guarantees, measured
+  in the same run; ``decisions_vs_baseline`` is the ratio (the figure to compare across
+  machines, since these shared machines are noisy).
 
 Goals (docs/benchmarks.md): at least 30,000 decisions/s and 150,000 replayed events/s.
 Run ``python bench/hokm_engine.py --json`` for one JSON object.
@@ -15,12 +19,23 @@ import argparse
 import hashlib
 import json
 import random
+import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 from dast.v1 import hokm_pb2, log_pb2
 
 from engine import hokm
 from engine.hokm.sim import default_players, play_match
+
+
+def _baseline() -> Callable[[int, int], int]:
+    """The naive baseline's ``play_random_rounds`` (bench/ is a folder of scripts)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench.baselines.naive_hokm import play_random_rounds
+
+    return play_random_rounds
 
 
 def _seed(i: int) -> bytes:
@@ -50,6 +65,16 @@ def bench_decisions(seconds: float) -> tuple[float, int]:
     return decisions / elapsed, decisions
 
 
+def bench_baseline(seconds: float) -> float:
+    """The naive baseline's random legal play for about ``seconds``; decisions per second."""
+    play_random_rounds = _baseline()
+    made = 0
+    began = time.perf_counter()
+    while (elapsed := time.perf_counter() - began) < seconds:
+        made += play_random_rounds(2_000, made)
+    return made / elapsed
+
+
 def bench_replay(logs: list[list[log_pb2.Event]], seconds: float) -> float:
     """Replay ``logs`` over and over for about ``seconds``; events per second."""
     events = 0
@@ -67,6 +92,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
     args = parser.parse_args()
     decisions_per_s, decisions = bench_decisions(args.seconds)
+    baseline_per_s = bench_baseline(args.seconds)
     logs = [
         play_match(hokm_pb2.HokmRules(variant=variant), _seed(100 + i), ["random"] * seats, i)
         for i in range(3)
@@ -86,6 +112,8 @@ def main() -> None:
     result = {
         "decisions_per_s": round(decisions_per_s),
         "decisions": decisions,
+        "baseline_decisions_per_s": round(baseline_per_s),
+        "decisions_vs_baseline": round(decisions_per_s / baseline_per_s, 2),
         "replay_events_per_s": round(replay_events_per_s),
         "match_replay_ms": round(match_replay_ms, 3),
         "match_events": len(match),

@@ -12,6 +12,7 @@ start (outage tests).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import shutil
 import socket
@@ -61,8 +62,7 @@ def _wait_port(host: str, port: int, seconds: float = 30.0) -> bool:
 
 def _docker_available() -> bool:
     try:
-        import docker
-
+        docker = importlib.import_module("docker")  # an optional dependency of testcontainers
         docker.from_env().ping()
     except Exception:
         return False

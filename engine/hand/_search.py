@@ -7,7 +7,14 @@ always decides the lowest remaining face ``x`` (suit-major, 2..K then A), which 
 left in hand, or put in a new meld of which it is the lowest remaining face (a set with
 higher suits, a run upwards, jokers below it), or laid off onto a table meld (with the
 chain of cards that links it to the meld's end). Every meld containing ``x`` is tried, so
-the answer is exact (no node limit); the memo makes identical sub-hands cost once.
+the answer is exact (no node limit); the memo makes identical sub-hands cost once. A
+joker may also take a natural's place in a meld (the natural then serves elsewhere, or a
+cheaper card stays in hand than the joker's 15 penalty points).
+
+Branch and bound on top (fail-low alpha, as in game-tree search): a branch whose bound
+(every remaining card melded, less the cheapest cards that must stay) cannot beat the best
+plan found is cut, and its memo entry is marked as an upper bound, never as exact. The
+choices are tried heaviest first so that good plans come early.
 
 Positions of a run: 0 the low ace, rank+1 for 2..K, 13 the high ace (never both).
 
@@ -106,11 +113,14 @@ class Search:
 
     def __post_init__(self) -> None:
         self.key = sum(c << (2 * f) for f, c in enumerate(self.counts))
+        # the most a card can add: its value, the ace as the better of high and low
+        top_ace = max(11, self.ace_low_value) if self.mode == "open" else 11
         weighted = self.mode in ("open", "penalty")
         self.face_points = tuple(
-            opening_points(f % RANKS) if weighted else 0 for f in range(FACES))
+            (top_ace if f % RANKS == ACE else opening_points(f % RANKS)) if weighted else 0
+            for f in range(FACES))
         self.points = sum(c * p for c, p in zip(self.counts, self.face_points, strict=True))
-        self.joker_bound = {"open": 11, "penalty": self.joker_penalty}.get(self.mode, 0)
+        self.joker_bound = {"open": top_ace, "penalty": self.joker_penalty}.get(self.mode, 0)
 
     # ---- weights ----
     def _meld_weight(self, faces: tuple[int, ...], joker_count: int, ace_low: bool) -> int:

@@ -26,7 +26,7 @@ from dast.v1 import hand_pb2, log_pb2
 
 from engine.core.cards import PACK_SIZE, RANKS_PER_SUIT, SUITS, iter_cards
 from engine.core.errors import RuleViolation
-from engine.hand.cards import JOKERS, is_joker
+from engine.hand.cards import JOKERS, is_joker, natural_of
 from engine.hand.codec import hand_command, meld_spec_of
 from engine.hand.melds import Meld, MeldKind, lay_off, retrieve_joker
 from engine.hand.opening import (
@@ -109,6 +109,8 @@ def _lay_offs(state: HandState, seat: int) -> Iterator[log_pb2.Command]:
     max_jokers = state.options.max_jokers_per_meld
     for table_meld in state.melds:
         for card in iter_cards(hand):
+            if not is_joker(card) and not _may_extend(table_meld.meld, natural_of(card)):
+                continue
             faces: tuple[int | None, ...] = (
                 _joker_faces_for(table_meld.meld) if is_joker(card) else (None,)
             )
@@ -121,6 +123,16 @@ def _lay_offs(state: HandState, seat: int) -> Iterator[log_pb2.Command]:
                 if face is not None:
                     move.joker_face = face
                 yield hand_command(seat, lay_off=move)
+
+
+def _may_extend(meld: Meld, face: int) -> bool:
+    """A cheap necessary condition for a lay-off (``lay_off`` decides): a set's rank in a
+    suit it lacks, or a run's suit at a rank it lacks."""
+    if face in meld.faces:
+        return False
+    if meld.kind is MeldKind.SET:
+        return face % RANKS_PER_SUIT == meld.faces[0] % RANKS_PER_SUIT
+    return face // RANKS_PER_SUIT == meld.faces[0] // RANKS_PER_SUIT
 
 
 def _joker_faces_for(meld: Meld) -> tuple[int, ...]:

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from functools import lru_cache
 from itertools import combinations
 
-from engine.core.cards import CardSet
+from engine.core.cards import RANKS_PER_SUIT, CardSet, iter_cards
 from engine.core.errors import RuleViolation
 from engine.hand.candidates import candidate_melds
-from engine.hand.cards import is_joker, natural_of
+from engine.hand.cards import JOKERS_MASK, is_joker, natural_of
 from engine.hand.errors import HandCode
 from engine.hand.melds import Meld, MeldKind, joker_faces_of, validate_meld
 from engine.hand.solver import best_opening, can_go_out
@@ -88,12 +89,40 @@ def melds_with_taken(state: HandState, hand: CardSet, card: int) -> tuple[Meld, 
 
 def can_use_taken_discard(state: HandState, seat: int, card: int) -> bool:
     """Whether ``seat`` could meld ``card`` right after taking it from the discard pile."""
+    if not is_joker(card) and not _has_partner(state.hands[seat], natural_of(card)):
+        return False
     hand = state.hands[seat] | (1 << card)
     if state.opened[seat]:
         return melds_with_taken(state, hand, card) is not None
     return (
         _opening_of(state, hand, card) is not None or _hand_of(state, hand, card) is not None
     )
+
+
+def _has_partner(hand: CardSet, face: int) -> bool:
+    """A cheap necessary condition for ``face`` to join a meld of ``hand`` (the solver
+    decides): a joker, or a natural of its rank, or of its suit at most two ranks away
+    (the ace counted high and low)."""
+    if hand & JOKERS_MASK:
+        return True
+    suit, rank = divmod(face, RANKS_PER_SUIT)
+    for card in iter_cards(hand):
+        other = natural_of(card)
+        if other == face:
+            continue
+        other_suit, other_rank = divmod(other, RANKS_PER_SUIT)
+        if other_rank == rank:
+            return True
+        if other_suit == suit and min(
+            abs(_low(other_rank) - _low(rank)), abs(other_rank - rank)
+        ) <= 2:
+            return True
+    return False
+
+
+def _low(rank: int) -> int:
+    """The rank with the ace below the 2 (for distances in A-2-3)."""
+    return -1 if rank == RANKS_PER_SUIT - 1 else rank
 
 
 def _opening_of(state: HandState, hand: CardSet, must_use: int | None) -> tuple[Meld, ...] | None:
@@ -105,31 +134,63 @@ def _opening_of(state: HandState, hand: CardSet, must_use: int | None) -> tuple[
 
 
 def _hand_of(state: HandState, hand: CardSet, must_use: int | None) -> tuple[Meld, ...] | None:
+    # Cheap screen: a hand lays every card but one, so at most one card may fit no meld.
+    if not hand & JOKERS_MASK:
+        loners = sum(
+            not _has_partner(hand, natural_of(card)) for card in iter_cards(hand)
+        )
+        if loners > 1:
+            return None
     options = state.options
+    plan = _cached_hand(
+        hand,
+        must_use,
+        options.open_min,
+        options.ace_low_value,
+        options.max_jokers_per_meld,
+        options.hand_waives_open_min,
+    )
+    if plan is None or opening_shortfall(state, plan[0], cards_left=1) is not None:
+        return None
+    return plan[1]
+
+
+@lru_cache(maxsize=4096)
+def _cached_hand(
+    hand: CardSet,
+    must_use: int | None,
+    open_min: int,
+    ace_low_value: int,
+    max_jokers: int,
+    waived: bool,
+) -> tuple[int, tuple[Meld, ...]] | None:
     plan = can_go_out(
         hand,
         has_opened=False,
-        open_min=options.open_min,
-        ace_low_value=options.ace_low_value,
-        max_jokers=options.max_jokers_per_meld,
+        open_min=open_min,
+        ace_low_value=ace_low_value,
+        max_jokers=max_jokers,
         hand_finish_allowed=True,
-        hand_waives_open_min=options.hand_waives_open_min,
+        hand_waives_open_min=waived,
         must_use=must_use,
     )
     if plan is None or not plan.is_hand:
         return None
-    if opening_shortfall(state, plan.total, cards_left=1) is not None:
-        return None
-    return plan.melds
+    return plan.total, plan.melds
 
 
 def _solve(state: HandState, hand: CardSet, must_use: int | None) -> tuple[int, tuple[Meld, ...]]:
+    options = state.options
+    return _cached_opening(hand, must_use, options.ace_low_value, options.max_jokers_per_meld)
+
+
+@lru_cache(maxsize=4096)
+def _cached_opening(
+    hand: CardSet, must_use: int | None, ace_low_value: int, max_jokers: int
+) -> tuple[int, tuple[Meld, ...]]:
+    # legal, view, decide and the bots ask about the same hand in a row: solve it once.
     opening = best_opening(
-        hand,
-        ace_low_value=state.options.ace_low_value,
-        max_jokers=state.options.max_jokers_per_meld,
-        keep=1,
-        must_use=must_use,
+        hand, ace_low_value=ace_low_value, max_jokers=max_jokers, keep=1, must_use=must_use
     )
     return opening.total, opening.melds
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.core.cards import iter_cards
+from engine.core.cards import PACK_SIZE, iter_cards
 from engine.hand._search import (
     ACE,
     FACES,
@@ -38,6 +38,7 @@ from engine.hand._search import (
 )
 from engine.hand.cards import (
     DEFAULT_JOKER_PENALTY,
+    NATURALS,
     HandCard,
     is_joker,
     natural_of,
@@ -148,28 +149,35 @@ def _alive(
     """Whether each face could be in some meld or lay-off at all (a necessary condition;
     a face that fails it is simply left in hand)."""
     budget = min(jokers, max_jokers)
-    alive = [False] * FACES
-    for face in range(FACES):
-        if not counts[face]:
-            continue
+    present = [0] * 4  # per suit, bit p set when run position p holds a natural
+    suits_of_rank = [0] * RANKS
+    faces = [f for f in range(FACES) if counts[f]]
+    for face in faces:
         suit, rank = divmod(face, RANKS)
-        suits_here = sum(1 for s in range(4) if counts[s * RANKS + rank])
-        if suits_here >= 3 or (suits_here == 2 and budget):
-            alive[face] = True
+        present[suit] |= (1 | 1 << HIGH) if rank == ACE else 1 << (rank + 1)
+        suits_of_rank[rank] += 1
+    # a run through a position holds a window of 3 positions (at most 1 joker) or, with
+    # two jokers allowed, of 4 (at most 2) around it: mark the naturals of such windows
+    windows = ((0b111, 3 - min(budget, 1)), (0b1111, 4 - min(budget, 2)))
+    in_runs = [0] * 4
+    for suit, bits in enumerate(present):
+        if bits.bit_count() < 2:
             continue
-        if any(r.suit == suit for r in runs) or any(s.rank == rank for s in sets):
-            alive[face] = True
-            continue
-        positions = (0, HIGH) if rank == ACE else (rank + 1,)
-        for p in positions:
-            for length, holes_allowed in ((3, min(budget, 1)), (4, min(budget, 2))):
-                for a in range(max(0, p - length + 1), min(p, HIGH - length + 1) + 1):
-                    window = range(a, a + length)
-                    if a == 0 and a + length - 1 == HIGH:
-                        continue
-                    holes = sum(1 for q in window if not counts[face_at(suit, q)])
-                    if holes <= holes_allowed:
-                        alive[face] = True
+        for mask, naturals_needed in windows:
+            for a in range(HIGH + 2 - mask.bit_length()):
+                if (bits >> a & mask).bit_count() >= naturals_needed:
+                    in_runs[suit] |= bits & (mask << a)
+    table_suits = {r.suit for r in runs}
+    table_ranks = {t.rank for t in sets}
+    alive = [False] * FACES
+    for face in faces:
+        suit, rank = divmod(face, RANKS)
+        here = suits_of_rank[rank]
+        position_bits = (1 | 1 << HIGH) if rank == ACE else 1 << (rank + 1)
+        alive[face] = (
+            here >= 3 or (here == 2 and budget > 0) or bool(in_runs[suit] & position_bits)
+            or suit in table_suits or rank in table_ranks
+        )
     return alive
 
 
@@ -179,17 +187,19 @@ def _solve(
     must_use: HandCard | None, floor: int = NEG + 1,
 ) -> _Outcome | None:
     """The search's best plan, or None when infeasible or below ``floor``."""
+    if must_use is not None and must_use not in cards:
+        return None
     counts = [0] * FACES
     for card in cards:
-        if not is_joker(card):
-            counts[natural_of(card)] += 1
+        if card < NATURALS:  # trusted ids: the face is the id modulo a pack
+            counts[card % PACK_SIZE] += 1
     jokers = len(cards) - sum(counts)
     runs, run_index, sets, set_index = _table_view(table_melds, counts)
     related = set(run_index) | set(set_index)
     spare = sum(_joker_room(m, max_jokers) for i, m in enumerate(table_melds)
                 if i not in related)
     alive = _alive(counts, jokers, max_jokers, runs, sets)
-    dead = [c for c in cards if not is_joker(c) and not alive[natural_of(c)]]
+    dead = [c for c in cards if c < NATURALS and not alive[c % PACK_SIZE]]
     if (exact_left and len(dead) > 1) or (must_use is not None and must_use in dead):
         return None
     for card in dead:
@@ -359,11 +369,13 @@ def can_go_out(
     if not has_opened and hand_finish_allowed:
         waived = hand_waives_open_min
         outcome = solve("none" if waived else "open", ())
-        if outcome is not None:
+        if outcome is not None and outcome.melds:
             total = sum(meld_value(m, ace_low_value=ace_low_value) for m in outcome.melds)
             return GoOutPlan(tuple(outcome.melds), (), outcome.left[0], True, total)
+        if waived and not table_melds:  # no table: going out is a hand or nothing
+            return None
     outcome = solve("none" if has_opened else "open", table_melds)
-    if outcome is None:
+    if outcome is None or not (has_opened or outcome.melds):  # an opening lays a meld
         return None
     total = sum(meld_value(m, ace_low_value=ace_low_value) for m in outcome.melds)
     return GoOutPlan(tuple(outcome.melds), tuple(outcome.lay_offs), outcome.left[0], False,

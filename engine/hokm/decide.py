@@ -160,7 +160,8 @@ def decide(state: HokmState, command: log_pb2.Command) -> list[log_pb2.Event]:
 
     Malformed commands are refused whatever the state; then the match must go on, the
     command must suit the phase and come from the seat to act, and the cards must be held
-    and allowed.
+    and allowed. ``state`` must be replayed from the full log: the next deal is drawn from
+    the server seed, which a redacted log does not hold.
 
     :raises InvalidCommand: ``wrong_game``, ``malformed_command``, ``invalid_seat``,
         ``invalid_card``, ``invalid_suit``, ``duplicate_card``, ``no_such_pile``.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from dast.v1 import hokm_pb2, log_pb2
+from dast.v1 import common_pb2, hokm_pb2, log_pb2
 
 from engine.core.fairness import deck_key
 from engine.hokm.rules import resolve_rules
@@ -30,7 +30,10 @@ def _mask(cards: Iterable[int]) -> int:
 
 def _match_started(event: hokm_pb2.HokmMatchStarted, seq: int, deadline: int) -> HokmState:
     options = resolve_rules(event.rules)
-    players = tuple(event.players)
+    # Copies, so that the state never shares a mutable message with the caller's event.
+    rules = hokm_pb2.HokmRules()
+    rules.CopyFrom(event.rules)
+    players = tuple(common_pb2.Player.FromString(p.SerializeToString()) for p in event.players)
     if event.seating:
         players = tuple(players[index] for index in event.seating)
     fairness = event.fairness
@@ -39,7 +42,7 @@ def _match_started(event: hokm_pb2.HokmMatchStarted, seq: int, deadline: int) ->
     return HokmState(
         seq=seq,
         options=options,
-        rules=event.rules,
+        rules=rules,
         players=players,
         commitment=fairness.server_seed_commitment,
         server_seed=seed,
@@ -118,31 +121,48 @@ def _cards_set_aside(s: HokmState, e: hokm_pb2.CardsSetAside, seq: int, dl: int)
     )
 
 
+# Field positions for the two hottest events, which build the new tuple from a list:
+# about three times faster than NamedTuple._replace (bench/hokm_engine.py).
+_FIELD = {name: index for index, name in enumerate(HokmState._fields)}
+_SEQ, _DEADLINE, _HANDS = _FIELD["seq"], _FIELD["deadline_ms"], _FIELD["hands"]
+_TRICK, _TRICKS, _TRICKS_WON = _FIELD["trick"], _FIELD["tricks"], _FIELD["tricks_won"]
+_LEADER, _PLAYED = _FIELD["leader"], _FIELD["played"]
+_TURN, _PHASE = _FIELD["turn"], _FIELD["phase"]
+_new_state = tuple.__new__
+
+
 def _card_played(s: HokmState, e: hokm_pb2.CardPlayed, seq: int, dl: int) -> HokmState:
-    seat, bit = e.seat, 1 << e.card
-    return s._replace(
-        seq=seq,
-        deadline_ms=dl,
-        hands=_set(s.hands, seat, s.hands[seat] & ~bit),
-        trick=(*s.trick, e.card),
-        leader=s.leader if s.trick else seat,
-        played=s.played | bit,
-        turn=(seat + 1) % len(s.hands),
-    )
+    seat, card = e.seat, e.card
+    bit = 1 << card
+    hands = list(s.hands)
+    hands[seat] &= ~bit
+    trick = s.trick
+    values = list(s)
+    values[_SEQ] = seq
+    values[_DEADLINE] = dl
+    values[_HANDS] = tuple(hands)
+    values[_TRICK] = (*trick, card)
+    if not trick:
+        values[_LEADER] = seat
+    values[_PLAYED] = s.played | bit
+    values[_TURN] = (seat + 1) % len(hands)
+    return _new_state(HokmState, values)
 
 
 def _trick_taken(s: HokmState, e: hokm_pb2.TrickTaken, seq: int, dl: int) -> HokmState:
     winner = e.seat
-    return s._replace(
-        seq=seq,
-        deadline_ms=dl,
-        tricks=(*s.tricks, FinishedTrick(s.leader, s.trick, winner)),
-        tricks_won=_set(s.tricks_won, winner, s.tricks_won[winner] + 1),
-        trick=(),
-        leader=winner,
-        turn=winner,
-        phase=Phase.TAKE_PILE if s.pile_a else Phase.PLAY,
-    )
+    won = list(s.tricks_won)
+    won[winner] += 1
+    values = list(s)
+    values[_SEQ] = seq
+    values[_DEADLINE] = dl
+    values[_TRICKS] = (*s.tricks, FinishedTrick(s.leader, s.trick, winner))
+    values[_TRICKS_WON] = tuple(won)
+    values[_TRICK] = ()
+    values[_LEADER] = winner
+    values[_TURN] = winner
+    values[_PHASE] = Phase.TAKE_PILE if s.pile_a else Phase.PLAY
+    return _new_state(HokmState, values)
 
 
 def _pile_cards_taken(s: HokmState, e: hokm_pb2.PileCardsTaken, seq: int, dl: int) -> HokmState:

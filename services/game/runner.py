@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import signal
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
@@ -98,6 +99,12 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     if not settings.database_url:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = await asyncio.to_thread(open_store, settings.store_url())
+    # SQLite has one writer: one store thread avoids threads queueing on its lock; a
+    # PostgreSQL pool serves many connections at once.
+    workers = 16 if settings.database_url and "postgresql" in settings.database_url else 2
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(workers, thread_name_prefix="store")
+    )
     bus = open_bus(settings.nats_url)
     await bus.start()
     relay = Relay(store, bus)

@@ -75,6 +75,11 @@ def verify_token(secret: str, token: str) -> Identity:
 
     :raises AuthError: if the token is invalid, expired, or names no player or role.
     """
+    return _verify(secret, token)[0]
+
+
+def _verify(secret: str, token: str) -> tuple[Identity, int]:
+    """The identity a token carries and when it expires (epoch seconds)."""
     try:
         claims = jwt.decode(
             token, secret, algorithms=[_ALGORITHM], issuer=_ISSUER,
@@ -89,7 +94,31 @@ def verify_token(secret: str, token: str) -> Identity:
         role = Role(claims.get("role", Role.PLAYER))
     except ValueError as exc:
         raise AuthError(f"unknown role {claims.get('role')!r}") from exc
-    return Identity(player_id, role)
+    return Identity(player_id, role), int(claims["exp"])
+
+
+class TokenCache:
+    """Verified tokens until they expire: a client sends the same token with every call,
+    and checking an HMAC signature and its claims costs more than the rest of a cheap RPC."""
+
+    def __init__(self, secret: str, max_size: int = 50_000) -> None:
+        self._secret = secret
+        self._max_size = max_size
+        self._verified: dict[str, tuple[Identity, int]] = {}
+
+    def identity(self, token: str) -> Identity:
+        """The identity ``token`` carries.
+
+        :raises AuthError: if the token is invalid or expired.
+        """
+        hit = self._verified.get(token)
+        if hit is not None and hit[1] > time.time():
+            return hit[0]
+        identity, expires = _verify(self._secret, token)
+        if len(self._verified) >= self._max_size:
+            self._verified.clear()  # rare; a cold cache only costs verifications
+        self._verified[token] = (identity, expires)
+        return identity
 
 
 def bearer_of(metadata: Any) -> str | None:
@@ -162,7 +191,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Checks the bearer token of every call and exposes the caller's identity."""
 
     def __init__(self, secret: str) -> None:
-        self._secret = secret
+        self._tokens = TokenCache(secret)
 
     async def intercept_service(
         self,
@@ -176,7 +205,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         if token is None:
             return _denied(handler, "missing bearer token in 'authorization' metadata")
         try:
-            identity = verify_token(self._secret, token)
+            identity = self._tokens.identity(token)
         except AuthError as exc:
             return _denied(handler, str(exc))
         if handler.unary_unary is not None:

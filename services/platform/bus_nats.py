@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import weakref
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,19 @@ DEFAULT_STREAM = "DAST_EVENTS"
 DEFAULT_SUBJECT_PREFIX = "dast.events"
 
 
+async def ensure_stream(jetstream: JetStreamContext, config: StreamConfig) -> None:
+    """Create the stream ``config`` describes unless one of that name exists."""
+    assert config.name is not None
+    try:
+        await jetstream.stream_info(config.name)
+    except nats.js.errors.NotFoundError:
+        await jetstream.add_stream(config)
+
+
+class BusUnavailable(ConnectionError):
+    """Raised while the bus has never reached NATS (games go on; the relay retries)."""
+
+
 @dataclass
 class _LiveGame:
     """The core subscription of one game shared by this process's live streams."""
@@ -79,6 +93,7 @@ class NatsBus:
         request_timeout_seconds: float = 2.0,
         ack_wait_seconds: float = 30.0,
         fetch_batch: int = 16,
+        connect_wait_seconds: float = 2.0,
         name: str | None = None,
     ) -> None:
         self.url = url
@@ -92,49 +107,89 @@ class NatsBus:
         self._nc: Client | None = None
         self._js: JetStreamContext | None = None
         self._live: dict[str, _LiveGame] = {}
+        self._connect_wait = connect_wait_seconds
+        self._last_error_log = -1e9
+        self._ready = asyncio.Event()
+        self._connector: asyncio.Task[None] | None = None
 
     @property
     def _jetstream(self) -> JetStreamContext:
         if self._js is None:
-            raise RuntimeError("NatsBus.start() has not been called")
+            raise BusUnavailable(f"not connected to NATS at {self.url}")
         return self._js
 
-    async def start(self) -> None:
-        """Connect (reconnecting forever after a later outage) and create the stream if missing.
+    @property
+    def connected(self) -> bool:
+        """True once the first connection succeeded (nats-py then reconnects on its own)."""
+        return self._js is not None
 
-        :raises nats.errors.NoServersError: if no server answers now.
+    async def start(self) -> None:
+        """Connect and create the stream if missing; if NATS is down, keep trying in the background.
+
+        Waits up to ``connect_wait_seconds``. Games go on meanwhile (DESIGN.md): until the first
+        connection, :meth:`publish` and :meth:`LiveStream.ensure_subscribed` raise
+        :class:`BusUnavailable`, and consumers wait.
+
+        :raises nats.js.errors.APIError: if JetStream refuses the stream (e.g. a subject clash).
         """
-        self._nc = await nats.connect(
+        self._connector = asyncio.get_running_loop().create_task(self._connect())
+        done, _ = await asyncio.wait({self._connector}, timeout=self._connect_wait)
+        if done:
+            self._connector.result()
+        else:
+            log.warning("NATS at %s is unreachable; connecting in the background", self.url)
+
+    async def _connect(self) -> None:
+        # max_reconnect_attempts=-1 makes nats-py retry the first connection forever too.
+        connection = await nats.connect(
             self.url,
             name=self._name,
             allow_reconnect=True,
             max_reconnect_attempts=-1,
-            reconnect_time_wait=0.25,
+            reconnect_time_wait=0.5,
             connect_timeout=2,
             error_cb=self._on_error,
         )
-        self._js = self._nc.jetstream(timeout=self._timeout)
-        await self.ensure_stream()
+        self._nc = connection
+        jetstream = connection.jetstream(timeout=self._timeout)
+        while True:
+            try:
+                await ensure_stream(jetstream, self._stream_config())
+                break
+            except (nats.errors.TimeoutError, nats.errors.NoRespondersError) as error:
+                log.warning("JetStream is not answering yet (%r); retrying", error)
+                await asyncio.sleep(0.5)
+        self._js = jetstream
+        self._ready.set()
+        for game_id, game in self._live.items():  # streams opened while NATS was down
+            if game.subscribing is None:
+                game.subscribing = self._subscribe_task(game_id)
 
-    @staticmethod
-    async def _on_error(error: Exception) -> None:
-        log.warning("nats: %s", error)
+    async def _on_error(self, error: Exception) -> None:
+        # During an outage nats-py reports every failed attempt: log one line per 10 seconds.
+        now = time.monotonic()
+        if now - self._last_error_log >= 10.0:
+            self._last_error_log = now
+            log.warning("nats: %r", error)
 
-    async def ensure_stream(self) -> None:
-        """Create the stream unless it exists (identical configs from replicas are idempotent)."""
-        config = StreamConfig(
+    def _stream_config(self) -> StreamConfig:
+        return StreamConfig(
             name=self.stream,
             subjects=[f"{self.subject_prefix}.>"],
             storage=StorageType.FILE,
             duplicate_window=self._duplicate_window,
         )
-        try:
-            await self._jetstream.stream_info(self.stream)
-        except nats.js.errors.NotFoundError:
-            await self._jetstream.add_stream(config)
+
+    async def ensure_stream(self) -> None:
+        """Create the stream unless it exists (identical configs from replicas are idempotent)."""
+        await ensure_stream(self._jetstream, self._stream_config())
 
     async def close(self) -> None:
         """End live streams and close the connection."""
+        if self._connector is not None:
+            self._connector.cancel()
+            with contextlib.suppress(BaseException):
+                await self._connector
         for game in list(self._live.values()):
             for stream in list(game.streams):
                 await stream.aclose()
@@ -167,23 +222,33 @@ class NatsBus:
         """See :meth:`Bus.live`; one core subscription per game serves all local streams."""
         check_token("game id", game_id)
         game = self._live.setdefault(game_id, _LiveGame())
-        if game.subscribing is None:
-            game.subscribing = asyncio.get_running_loop().create_task(self._subscribe(game_id))
+        failed = (
+            game.subscribing is not None
+            and game.subscribing.done()
+            and (game.subscribing.cancelled() or game.subscribing.exception() is not None)
+        )
+        if self.connected and (game.subscribing is None or failed):
+            game.subscribing = self._subscribe_task(game_id)
 
         async def subscribed() -> None:
-            subscription = game.subscribing
-            if subscription is not None:
-                await subscription
-                if self._nc is not None:
-                    await self._nc.flush(timeout=max(1, round(self._timeout)))
+            if game.subscribing is None or self._nc is None:
+                raise BusUnavailable(f"not connected to NATS at {self.url}")
+            await game.subscribing
+            await self._nc.flush(timeout=max(1, round(self._timeout)))
 
         stream = LiveStream(game_id, subscribed=subscribed, on_close=self._forget)
         game.streams.add(stream)
         return stream
 
+    def _subscribe_task(self, game_id: str) -> asyncio.Task[Subscription]:
+        task = asyncio.get_running_loop().create_task(self._subscribe(game_id))
+        # A failure surfaces through ensure_subscribed(); the next live() call retries.
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())
+        return task
+
     async def _subscribe(self, game_id: str) -> Subscription:
         if self._nc is None:
-            raise RuntimeError("NatsBus.start() has not been called")
+            raise BusUnavailable(f"not connected to NATS at {self.url}")
 
         async def deliver(msg: Msg) -> None:
             game = self._live.get(game_id)
@@ -246,6 +311,7 @@ class NatsBus:
         backoff = 0.1
         try:
             while True:
+                await self._ready.wait()  # consumers wait out an outage at startup
                 try:
                     if subscription is None:
                         subscription = await self._pull_subscription(durable)

@@ -161,17 +161,20 @@ class SqlEventStore:
         self, game_id: str, entries: Sequence[LogEntry], *, command_id: str | None
     ) -> AppendResult:
         """See :meth:`EventStore.append`."""
-        if command_id is not None and (first := self._command_result(game_id, command_id)):
-            return first
-        if not entries:
-            raise InvalidEntries(f"game {game_id}: a command must append at least one event")
         try:
             with self._transaction() as connection:
+                if command_id is not None:
+                    first = self._command_in(connection, game_id, command_id)
+                    if first is not None:
+                        return first
                 self._append_in(connection, game_id, entries, command_id)
         except (IntegrityError, ConcurrencyConflict) as error:
             # Either another command took the seq, or this very command_id raced its retry.
-            if command_id is not None and (first := self._command_result(game_id, command_id)):
-                return first
+            if command_id is not None:
+                with self._transaction() as connection:
+                    first = self._command_in(connection, game_id, command_id)
+                if first is not None:
+                    return first
             if isinstance(error, ConcurrencyConflict):
                 raise
             raise ConcurrencyConflict(
@@ -193,6 +196,8 @@ class SqlEventStore:
         ).first()
         if head is None:
             raise GameNotFound(f"no game {game_id}")
+        if not entries:
+            raise InvalidEntries(f"game {game_id}: a command must append at least one event")
         check_continuation(game_id, head.last_seq, head.last_hash, entries)
         rows = [_event_row(game_id, head.game_type, e, command_id) for e in entries]
         connection.execute(insert(EVENTS), rows)
@@ -214,16 +219,17 @@ class SqlEventStore:
         if moved.rowcount != 1:
             raise ConcurrencyConflict(f"game {game_id}: seq {entries[0].event.seq} was taken")
 
-    def _command_result(self, game_id: str, command_id: str) -> AppendResult | None:
-        with self._transaction() as connection:
-            seqs = connection.execute(
-                select(COMMANDS.c.first_seq, COMMANDS.c.last_seq).where(
-                    COMMANDS.c.game_id == game_id, COMMANDS.c.command_id == command_id
-                )
-            ).first()
-            if seqs is None:
-                return None
-            entries = self._select_entries(connection, game_id, seqs.first_seq - 1, seqs.last_seq)
+    def _command_in(
+        self, connection: Connection, game_id: str, command_id: str
+    ) -> AppendResult | None:
+        seqs = connection.execute(
+            select(COMMANDS.c.first_seq, COMMANDS.c.last_seq).where(
+                COMMANDS.c.game_id == game_id, COMMANDS.c.command_id == command_id
+            )
+        ).first()
+        if seqs is None:
+            return None
+        entries = self._select_entries(connection, game_id, seqs.first_seq - 1, seqs.last_seq)
         return AppendResult(entries, duplicate=True)
 
     @staticmethod

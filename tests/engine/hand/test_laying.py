@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-
 from dast.v1 import hand_pb2
+
 from engine import hand
 from engine.core.cards import parse_card
 from engine.core.errors import Code, InvalidCommand, RuleViolation
@@ -87,7 +87,7 @@ def test_the_low_ace_of_a_2_3_counts_ace_low_value(ace_low_value: int | None, to
 def test_a_joker_counts_as_the_card_it_stands_for_and_is_recorded_with_it() -> None:
     # rules/hand.md "Cards" and "Melds": the meld states which card each joker stands for.
     state = playing("K♠ JK1 K♣ Q♦ J♦ 10♦ 4♥")
-    events, after = act(state, 0, lay_melds=lay(spec("K♠ JK1 K♣", JK1="K♥"), spec("10♦ J♦ Q♦")))
+    events, _after = act(state, 0, lay_melds=lay(spec("K♠ JK1 K♣", JK1="K♥"), spec("10♦ J♦ Q♦")))
     assert events[0].hand.melds_laid.total == 60
     recorded = table_meld_of_proto(events[0].hand.melds_laid.melds[0]).meld
     assert dict(zip(recorded.cards, recorded.faces, strict=True))[104] == parse_card("K♥")
@@ -150,7 +150,9 @@ def test_an_opened_player_lays_off_on_any_meld_on_the_table() -> None:
     # rules/hand.md "A turn" 2 (002): onto any meld, one's own or others'.
     run = on_table(0, 1, "6♠ 7♠ 8♠")
     state = playing("9♠ JK1 3♣", opened=True, melds=(run,))
-    listed = [c.hand.lay_off for c in hand.legal(state, 0) if c.hand.WhichOneof("kind") == "lay_off"]
+    listed = [
+        c.hand.lay_off for c in hand.legal(state, 0) if c.hand.WhichOneof("kind") == "lay_off"
+    ]
     assert [(m.card, m.joker_face if m.HasField("joker_face") else None) for m in listed] == [
         (cards("9♠")[0], None), (104, parse_card("5♠")), (104, parse_card("9♠")),
     ]
@@ -226,3 +228,19 @@ def test_legal_lists_the_best_opening_and_candidate_melds_without_combinations()
                if c.hand.WhichOneof("kind") == "lay_melds"]
     assert all(len(m.melds) == 1 for m in singles) and len(singles) >= 4
     assert len(hand.view(opened, 0).meld_options) == len(singles)
+
+
+def test_legal_commands_come_in_the_documented_order() -> None:
+    # engine.hand.legal: lay_melds, then lay_off (by meld, card), retrieve_joker, discard.
+    run = on_table(0, 1, "5♠ JK1 7♠", JK1="6♠")
+    group = on_table(1, 1, "Q♠ Q♥ Q♣")
+    state = playing("6♠ 8♠ Q♦ K♦ K♣ K♥ 2♦", opened=True, melds=(run, group))
+    listed = [c.hand for c in hand.legal(state, 0)]
+    order = ["lay_melds", "lay_off", "retrieve_joker", "discard"]
+    ranks = [order.index(str(c.WhichOneof("kind"))) for c in listed]
+    assert ranks == sorted(ranks) and set(ranks) == {0, 1, 2, 3}
+    offs = [(c.lay_off.meld_id, c.lay_off.card) for c in listed if c.HasField("lay_off")]
+    assert offs == sorted(offs) == [(0, cards("8♠")[0]), (1, cards("Q♦")[0])]
+    assert [c.discard.card for c in listed if c.HasField("discard")] == sorted(
+        cards("6♠ 8♠ Q♦ K♦ K♣ K♥ 2♦")
+    )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.core.cards import parse_card
 from engine.core.errors import InvalidCommand, RuleViolation
@@ -163,3 +165,62 @@ def test_message_names_the_cards() -> None:
     with pytest.raises(RuleViolation) as caught:
         meld("K♠ A♠ 2♠")
     assert hand_cards_text(parse_hand_cards("K♠ A♠ 2♠")) in caught.value.message
+
+
+def _is_meld_by_definition(faces: list[int], naturals: int, jokers: int) -> bool:
+    """rules/hand.md "Melds" read literally, independent of validate_meld's code paths."""
+    if len(faces) < 3 or jokers > 1 or naturals < 2 or len(set(faces)) != len(faces):
+        return False
+    ranks = {f % 13 for f in faces}
+    suits = {f // 13 for f in faces}
+    if len(ranks) == 1:
+        return len(faces) <= 4  # distinct faces of one rank: distinct suits
+    if len(suits) != 1:
+        return False
+    # a run is a window of the ace-low order A 2 … K or of the ace-high order 2 … K A
+    for order in ([12, *range(12)], [*range(13)]):
+        for start in range(13):
+            if set(order[start:start + len(faces)]) == ranks and len(ranks) == len(faces):
+                return True
+    return False
+
+
+@st.composite
+def near_melds(draw: st.DrawFn) -> tuple[list[int], dict[int, int]]:
+    """A set or run (wraps included), perhaps with a joker, perhaps with one card changed."""
+    if draw(st.booleans()):
+        rank = draw(st.integers(0, 12))
+        faces = [s * 13 + rank for s in draw(st.lists(st.integers(0, 3), min_size=2, max_size=5))]
+    else:
+        suit, start = draw(st.integers(0, 3)), draw(st.integers(0, 12))
+        faces = [suit * 13 + (start + i) % 13 for i in range(draw(st.integers(2, 6)))]
+    if draw(st.booleans()):
+        faces[draw(st.integers(0, len(faces) - 1))] = draw(st.integers(0, 51))
+    cards = [draw(st.integers(0, 1)) * 52 + f for f in faces]
+    stated: dict[int, int] = {}
+    if draw(st.booleans()):
+        at = draw(st.integers(0, len(cards)))
+        face = faces[at] if at < len(faces) else draw(st.integers(0, 51))
+        if at < len(cards):
+            cards.pop(at)
+        cards.append(104)
+        stated = {104: face}
+    return cards, stated
+
+
+@settings(max_examples=400, deadline=None)
+@given(meld_and_faces=near_melds())
+def test_validate_meld_accepts_exactly_the_melds_of_the_rules(
+    meld_and_faces: tuple[list[int], dict[int, int]],
+) -> None:
+    # rules/hand.md "Melds", read literally by _is_meld_by_definition
+    cards, stated = meld_and_faces
+    faces = [stated[c] if c in stated else c % 52 for c in cards]
+    expected = len(set(cards)) == len(cards) and _is_meld_by_definition(
+        faces, len(cards) - len(stated), len(stated))
+    try:
+        validate_meld(cards, stated)
+    except RuleViolation:
+        assert not expected, hand_cards_text(cards)
+    else:
+        assert expected, hand_cards_text(cards)

@@ -6,10 +6,18 @@ rules/hand.md "A turn" (lay off onto any meld), "Melds" (joker retrieval, ``002`
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.core.cards import parse_card
 from engine.core.errors import RuleViolation
-from engine.hand.cards import hand_card_name, parse_hand_card, parse_hand_cards
+from engine.hand.cards import (
+    hand_card_name,
+    is_joker,
+    natural_of,
+    parse_hand_card,
+    parse_hand_cards,
+)
 from engine.hand.errors import HandCode
 from engine.hand.melds import (
     Meld,
@@ -19,6 +27,7 @@ from engine.hand.melds import (
     retrieve_joker,
     validate_meld,
 )
+from tests.engine.hand.test_solver_brute import UNIVERSE, _melds_of
 
 
 def meld(text: str, **joker_faces: str) -> Meld:
@@ -151,3 +160,21 @@ def test_candidates_full_suit_with_both_aces_is_one_thirteen_card_run() -> None:
     runs = candidate_melds(suit)
     assert [len(r.cards) for r in runs] == [13]
     assert hand_card_name(runs[0].cards[-1]) == "A♥"
+
+
+@settings(max_examples=40, deadline=None)
+@given(hand=st.lists(st.sampled_from(UNIVERSE), min_size=5, max_size=9, unique=True))
+def test_every_meld_of_the_hand_is_a_sub_meld_of_a_candidate(hand: list[int]) -> None:
+    # candidate_melds' contract: every valid meld with at most one joker, standing where
+    # no natural of the hand could, is a part of some listed meld of the same kind
+    listed = candidate_melds(hand)
+    naturals = {natural_of(c) for c in hand if not is_joker(c)}
+    for _cards, _value, brute in _melds_of(frozenset(hand), 1):
+        stated = [f for c, f in zip(brute.cards, brute.faces, strict=True) if is_joker(c)]
+        if any(f in naturals for f in stated):
+            continue
+        assert any(
+            c.kind is brute.kind and set(brute.faces) <= set(c.faces)
+            and (not stated or any(is_joker(x) for x in c.cards))
+            for c in listed
+        ), meld_text(brute)

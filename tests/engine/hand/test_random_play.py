@@ -15,8 +15,8 @@ from collections import Counter
 from functools import cache
 
 import pytest
-
 from dast.v1 import hand_pb2, log_pb2
+
 from engine import hand
 from engine.core.audit import audit_log
 from engine.core.cards import iter_cards
@@ -25,6 +25,7 @@ from engine.core.rng import DeterministicRandom
 from engine.core.testing import SimReport, Visibility, random_sim, sim_seeds
 from engine.hand.bots import random_policy
 from engine.hand.codec import hand_command
+from engine.hand.sim import play_match
 from engine.hand.state import HandState, Phase
 from engine.hand.views import view
 from tests.engine.hand.table import players
@@ -287,3 +288,24 @@ def test_views_of_random_play_offer_the_bot_a_legal_command() -> None:
     assert seat is not None
     chosen = random_policy(view(state, seat), DeterministicRandom(b"k", "bot"))
     assert chosen in [c.hand for c in hand.legal(state, seat)]
+
+
+@pytest.mark.parametrize(("rules", "bots"), [
+    (hand_pb2.HandRules(rounds=2), ("random", "greedy", "random")),
+    (hand_pb2.HandRules(rounds=2, partnerships=True), ("greedy", "random", "random", "greedy")),
+])
+def test_bot_matches_keep_the_invariants(rules: hand_pb2.HandRules, bots: tuple[str, ...]) -> None:
+    # The biased random bot and the greedy bot (over views only) play whole matches; at
+    # every event the cards are conserved, nothing hidden leaks, and the log replays.
+    seed = sim_seeds(1, f"bots/{len(bots)}")[0]
+    log = play_match(rules, seed, bots, 7, players=players(len(bots)))
+    state: HandState | None = None
+    for index, event in enumerate(log):
+        state = hand.evolve(state, event)
+        check_conservation(state)
+        for seat in (*range(len(bots)), None):
+            assert not event_cards(hand.redact(event, seat)) & hidden_mask(state, seat)
+        if index % 50 == 0:
+            assert hand.replay(log[: index + 1]) == state
+    assert state is not None and hand.is_over(state) and hand.replay(log) == state
+    assert audit_log(chain_entries(log)).ok

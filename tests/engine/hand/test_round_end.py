@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-
 from dast.v1 import hand_pb2
+
 from engine import hand
 from engine.core.errors import RuleViolation
 from engine.hand.errors import HandCode
@@ -98,7 +98,7 @@ def test_partnerships_score_the_team_sum_and_the_winners_partner_scores_zero(
     # the partner of the player who went out scores 0 (option partner_of_winner_scores).
     rules = hand_pb2.HandRules(partnerships=True, partner_of_winner_scores=partner_scores)
     state = going_out(["9♠", "4♦ 6♦", "K♦", "JK1"], opened=[0, 2, 3], rules=rules)
-    events, after = act(state, 0, **discard("9♠"))
+    events, _after = act(state, 0, **discard("9♠"))
     result = ended(events)
     assert list(result.points) == points
     teams = [points[0] + points[2], points[1] + points[3]]

@@ -163,3 +163,31 @@ def test_opening_total_is_the_sum_of_meld_values() -> None:
     assert best.total == sum(meld_value(m) for m in best.melds)
     # the aces are worth more in a set (33) than low in A-2-3 (6): Q-K-A♠ + A♣ A♥ A♦
     assert best.total == 31 + 33
+
+
+def test_a_lone_card_is_discarded_to_go_out_only_after_opening() -> None:
+    # rules/hand.md "A turn" 3: going out means discarding the last card; an unopened
+    # player must lay an opening (or a hand) to go out
+    plan = can_go_out([parse_hand_card("5♣")], has_opened=True)
+    assert plan is not None and not plan.melds and plan.discard == parse_hand_card("5♣")
+    assert can_go_out([parse_hand_card("5♣")], has_opened=False) is None
+
+
+def test_must_use_outside_the_hand_makes_nothing() -> None:
+    hand = parse_hand_cards("K♠ K♥ K♣ 2♣")
+    assert best_opening(hand, must_use=parse_hand_card("9♦")).total == 0
+    assert can_go_out(hand, has_opened=False, must_use=parse_hand_card("9♦")) is None
+
+
+def test_go_out_must_use_the_taken_discard_in_a_new_meld() -> None:
+    # rules/hand.md "A turn" 1: the taken discard is used in a meld laid this turn, so it
+    # cannot be the card discarded
+    table = (meld("5♠ 6♠ 7♠"),)
+    hand = parse_hand_cards("K♠ K♥ K♣ 8♠ 3♦")
+    taken = parse_hand_card("3♦")
+    assert can_go_out(hand, table, has_opened=True) is not None
+    assert can_go_out(hand, table, has_opened=True, must_use=taken) is None
+    with_eight = can_go_out(hand, table, has_opened=True, must_use=parse_hand_card("8♠"))
+    assert with_eight is None  # 8♠ only fits as a lay-off, not in a new meld
+    plan = can_go_out(hand, table, has_opened=True, must_use=parse_hand_card("K♣"))
+    assert plan is not None and replays(plan, hand, table)

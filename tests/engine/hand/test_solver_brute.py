@@ -160,8 +160,11 @@ def _table(indexes: list[int], hand: list[int]) -> tuple[Meld, ...]:
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(hand=hands, keep=st.sampled_from([0, 1, 2]), max_jokers=st.sampled_from([1, 1, 2]))
-def test_best_opening_equals_brute_force(hand: list[int], keep: int, max_jokers: int) -> None:
+@given(hand=hands, keep=st.sampled_from([0, 1, 2]), max_jokers=st.sampled_from([1, 1, 2]),
+       must_index=st.integers(0, 8))
+def test_best_opening_equals_brute_force(
+    hand: list[int], keep: int, max_jokers: int, must_index: int
+) -> None:
     # rules/hand.md "Melds"/"Opening": the best total of disjoint melds, keeping a discard;
     # option max_jokers_per_meld
     families = _families(frozenset(hand), max_jokers)
@@ -172,6 +175,12 @@ def test_best_opening_equals_brute_force(hand: list[int], keep: int, max_jokers:
     assert len(used) == len(set(used)) and set(used) <= set(hand)
     assert len(hand) - len(used) >= keep
     assert sum(meld_value(m) for m in found.melds) == found.total
+    # the taken discard must be in the opening (rules/hand.md "A turn" 1)
+    must = hand[must_index % len(hand)]
+    with_must = [t for left, t in families if len(left) >= keep and must not in left]
+    forced = best_opening(hand, keep=keep, max_jokers=max_jokers, must_use=must)
+    assert forced.total == max(with_must, default=0)
+    assert not with_must or any(must in m.cards for m in forced.melds)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -180,14 +189,15 @@ def test_best_opening_equals_brute_force(hand: list[int], keep: int, max_jokers:
 def test_can_go_out_equals_brute_force(
     hand: list[int], table_indexes: list[int], has_opened: bool, open_min: int
 ) -> None:
-    # rules/hand.md "End of a round": all cards but the discard placed; the hand finish
+    # rules/hand.md "End of a round": all cards but the discard placed; the hand finish.
+    # Before opening, lay-offs need an opening laid this turn (a meld, total >= open_min).
     table = _table(table_indexes, hand)
     families = _families(frozenset(hand), 1)
     is_hand = not has_opened and any(len(left) == 1 for left, _ in families)
     regular = any(
         any(len(rest) == 1 for rest in _lay_off_outcomes(left, table, 1))
         for left, total in families
-        if has_opened or total >= open_min
+        if has_opened or total >= max(open_min, 1)
     )
     plan = can_go_out(hand, table, has_opened=has_opened, open_min=open_min)
     assert (plan is not None) == (is_hand or regular)
@@ -204,6 +214,17 @@ def test_can_go_out_equals_brute_force(
         assert not plan.lay_offs
     elif not has_opened:
         assert plan.total >= open_min
+    # the taken discard must end in a new meld (rules/hand.md "A turn" 1)
+    must = hand[0]
+    fits = [(left, total) for left, total in families if must not in left]
+    must_hand = not has_opened and any(len(left) == 1 for left, _ in fits)
+    must_regular = any(
+        any(len(rest) == 1 for rest in _lay_off_outcomes(left, table, 1))
+        for left, total in fits if has_opened or total >= max(open_min, 1)
+    )
+    forced = can_go_out(hand, table, has_opened=has_opened, open_min=open_min, must_use=must)
+    assert (forced is not None) == (must_hand or must_regular)
+    assert forced is None or any(must in m.cards for m in forced.melds)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

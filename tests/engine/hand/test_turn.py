@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-
 from dast.v1 import hand_pb2, hokm_pb2, log_pb2
+
 from engine import hand
 from engine.core.errors import Code, InvalidCommand, RuleViolation
 from engine.hand.errors import HandCode
@@ -126,7 +126,7 @@ def test_before_opening_the_taken_discard_must_be_part_of_the_opening() -> None:
     _, taken = act(state, 0, **TAKE)
     without = lay(spec("K♦ K♣ K♥"), spec("Q♠ Q♥ Q♦"))
     assert violation(taken, 0, lay_melds=without) == HandCode.OPENING_MUST_USE_TAKEN_DISCARD
-    events, opened = act(taken, 0, lay_melds=lay(spec("K♦ K♣ K♥"), spec("7♠ 8♠ 9♠")))
+    events, _opened = act(taken, 0, lay_melds=lay(spec("K♦ K♣ K♥"), spec("7♠ 8♠ 9♠")))
     assert events[0].hand.melds_laid.opening and events[0].hand.melds_laid.total == 54
 
 
@@ -177,3 +177,13 @@ def test_no_command_is_accepted_once_the_match_is_over() -> None:
     state = replace(turn_of(table(["7♠ 8♠", "2♥ 3♥"]), 0), phase=Phase.MATCH_OVER)
     assert violation(state, 0, **DRAW) == Code.GAME_OVER
     assert hand.legal(state, 0) == [] and hand.to_act(state) is None and hand.is_over(state)
+
+
+def test_a_joker_taken_from_the_discard_pile_must_join_a_new_meld() -> None:
+    # rules/hand.md "A turn" 1 with a joker: every listed lay-down uses the taken joker.
+    state = turn_of(table(["7♠ 8♠ K♦ 2♣", "2♥ 3♥"]), 0, discard="4♦ JK2", opened=[0])
+    _, taken = act(state, 0, **TAKE)
+    listed = [c.hand.lay_melds for c in hand.legal(taken, 0)]
+    assert listed and all(105 in m.melds[0].cards for m in listed)
+    _, melded = act(taken, 0, lay_melds=listed[0])
+    assert melded.must_use is None and not melded.hands[0] >> 105 & 1

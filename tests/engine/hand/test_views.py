@@ -4,6 +4,7 @@ block, deadlines, and the log hooks the audit uses (setup_of, command_for)."""
 from __future__ import annotations
 
 from dast.v1 import hand_pb2
+
 from engine import hand
 from engine.core.fairness import commit
 from engine.hand.state import Phase
@@ -81,7 +82,7 @@ def test_command_for_gives_back_the_command_of_each_player_caused_event() -> Non
 
 def test_a_card_taken_from_the_discard_pile_stays_public() -> None:
     state = turn_of(table(["7♠ 8♠ K♦ K♣", "2♥ 3♥"]), 0, discard="9♠", opened=[0])
-    events, after = act(state, 0, take_discard=hand_pb2.TakeDiscard())
+    _events, after = act(state, 0, take_discard=hand_pb2.TakeDiscard())
     other = hand.view(after, 1)
     assert other.must_use == cards("9♠")[0]
     assert list(other.hand) == cards("2♥ 3♥")

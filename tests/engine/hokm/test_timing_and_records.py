@@ -68,3 +68,21 @@ def test_revealed_seed_only_in_the_final_event() -> None:
     assert hokm.revealed_seed(events[-1]) == SEED
     assert all(hokm.revealed_seed(e) is None for e in events[:-1])
     assert hokm.GAME_TYPE == common_pb2.GAME_TYPE_HOKM and hokm.NAME == "hokm"
+
+
+def test_public_functions_never_mutate_or_share_their_inputs() -> None:
+    # The brief: "the public surface never mutates what it is given".
+    events, state = started()
+    before = [e.SerializeToString() for e in events]
+    command = declare(state.hakem, "♣")
+    wire = command.SerializeToString()
+    hokm.decide(state, command)
+    hokm.redact(events[0], 1)
+    hokm.view(state, state.hakem)
+    assert [e.SerializeToString() for e in events] == before
+    assert command.SerializeToString() == wire
+    # Changing an event after it was applied does not reach into the state.
+    replayed = hokm.replay(events)
+    events[0].hokm.match_started.rules.target_score = 99
+    events[0].hokm.match_started.players[0].player_id = "changed"
+    assert replayed.rules.target_score == 7 and replayed.players[0].player_id == "p0"

@@ -1,0 +1,325 @@
+"""The lobby's tables in SQL (SQLModel): guests, tables and each table's updates.
+
+SQLite is the embedded default and PostgreSQL the production store, at the same URL as the
+event store (``Settings.store_url()``). The lobby's tables live in their own SQLModel
+registry, apart from the event store's Alembic-managed metadata, and are created when
+missing. A table is stored as its serialized ``dast.v1.Table`` plus the columns the lobby
+queries by; every change bumps ``version`` under an optimistic check (``UPDATE … WHERE
+version = :loaded``) and records its :class:`~dast.v1.lobby_pb2.TableUpdate` rows in the same
+transaction, so a watch replays exactly what happened.
+
+Errors::
+
+    LobbyStoreError
+     ├── TableNotFound   no such table (or invite code, or game)
+     └── StaleTable      the table changed since it was loaded (retry on the fresh one)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from dast.v1 import lobby_pb2
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    Engine,
+    Index,
+    LargeBinary,
+    String,
+    create_engine,
+    event,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import registry
+from sqlalchemy.pool import StaticPool
+from sqlmodel import Field, SQLModel
+
+from services.lobby.tables import Update
+
+_TABLE_STATUSES_OPEN = (lobby_pb2.TABLE_STATUS_WAITING,)
+
+
+class LobbyModel(SQLModel, registry=registry()):
+    """Base of the lobby's tables: their own metadata, apart from the event store's."""
+
+
+class GuestRow(LobbyModel, table=True):
+    """A device's guest identity."""
+
+    __tablename__ = "lobby_guests"
+
+    device_id: str = Field(sa_column=Column(String(128), primary_key=True))
+    player_id: str = Field(sa_column=Column(String(64), nullable=False, unique=True))
+    display_name: str = Field(sa_column=Column(String(64), nullable=False))
+
+
+class TableRow(LobbyModel, table=True):
+    """A table: the serialized ``dast.v1.Table`` and the columns queries filter on."""
+
+    __tablename__ = "lobby_tables"
+    __table_args__ = (
+        Index("ix_lobby_tables_open", "status", "private", "game_type"),
+        Index("ix_lobby_tables_game", "game_id"),
+        Index("ix_lobby_tables_invite", "invite_code"),
+    )
+
+    table_id: str = Field(sa_column=Column(String(64), primary_key=True))
+    version: int = Field(sa_column=Column(BigInteger, nullable=False))
+    status: int = Field(nullable=False)
+    game_type: int = Field(nullable=False)
+    private: bool = Field(nullable=False)
+    game_id: str = Field(sa_column=Column(String(64), nullable=False, default=""))
+    invite_code: str = Field(sa_column=Column(String(16), nullable=False, default=""))
+    body: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+
+
+class UpdateRow(LobbyModel, table=True):
+    """One change of a table, keyed by the version it produced."""
+
+    __tablename__ = "lobby_table_updates"
+
+    table_id: str = Field(sa_column=Column(String(64), primary_key=True))
+    version: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    ordinal: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    kind: int = Field(nullable=False)
+    seat: int = Field(nullable=False)
+    player_id: str = Field(sa_column=Column(String(64), nullable=False, default=""))
+    at_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
+GUESTS = GuestRow.__table__  # type: ignore[attr-defined]
+TABLES = TableRow.__table__  # type: ignore[attr-defined]
+UPDATES = UpdateRow.__table__  # type: ignore[attr-defined]
+
+
+class LobbyStoreError(Exception):
+    """Base of the lobby store's errors."""
+
+
+class TableNotFound(LobbyStoreError):
+    """No table has that id (or invite code, or game id)."""
+
+
+class StaleTable(LobbyStoreError):
+    """The table changed since it was loaded."""
+
+
+def _engine(url: str) -> Engine:
+    backend = make_url(url).get_backend_name()
+    if backend == "postgresql":
+        return create_engine(url, pool_pre_ping=True)
+    if backend != "sqlite":
+        raise ValueError(f"unsupported lobby store URL {make_url(url)!r}")
+    in_memory = make_url(url).database in (None, "", ":memory:")
+    engine = create_engine(
+        url, connect_args={"check_same_thread": False, "timeout": 30},
+        poolclass=StaticPool if in_memory else None,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin_immediate(connection: Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def _table(body: bytes) -> lobby_pb2.Table:
+    table = lobby_pb2.Table()
+    table.ParseFromString(body)
+    return table
+
+
+class LobbyStore:
+    """Guests and tables (synchronous, thread-safe; async code uses ``asyncio.to_thread``)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._lock: contextlib.AbstractContextManager[Any] = (
+            contextlib.nullcontext() if engine.dialect.name == "postgresql" else threading.RLock()
+        )
+
+    @classmethod
+    def open(cls, url: str | None) -> LobbyStore:
+        """Open the lobby store at ``url`` (None: private in-memory SQLite), creating tables.
+
+        :raises ValueError: if ``url`` is neither SQLite nor PostgreSQL.
+        """
+        engine = _engine(url or "sqlite://")
+        LobbyModel.metadata.create_all(engine)
+        return cls(engine)
+
+    def close(self) -> None:
+        """Release connections."""
+        self._engine.dispose()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        with self._lock, self._engine.begin() as connection:
+            yield connection
+
+    def guest(self, device_id: str, display_name: str, new_player_id: str) -> tuple[str, str]:
+        """The ``(player_id, display_name)`` of ``device_id``, registering it when new.
+
+        A non-empty ``display_name`` renames a known guest.
+        """
+        for _ in range(2):
+            with self._transaction() as db:
+                row = db.execute(
+                    select(GUESTS.c.player_id, GUESTS.c.display_name)
+                    .where(GUESTS.c.device_id == device_id)
+                ).first()
+                if row is not None:
+                    name = display_name or row.display_name
+                    if name != row.display_name:
+                        db.execute(update(GUESTS).where(GUESTS.c.device_id == device_id)
+                                   .values(display_name=name))
+                    return str(row.player_id), name
+                name = display_name or f"Guest-{new_player_id[-4:]}"
+                try:
+                    db.execute(insert(GUESTS).values(
+                        device_id=device_id, player_id=new_player_id, display_name=name))
+                except IntegrityError:
+                    continue  # another replica registered the device first: read theirs
+                return new_player_id, name
+        raise LobbyStoreError(f"cannot register device {device_id!r}")
+
+    def name_of(self, player_id: str) -> str:
+        """The display name of a guest (the player id itself for anyone else)."""
+        with self._lock, self._engine.connect() as db:
+            row = db.execute(
+                select(GUESTS.c.display_name).where(GUESTS.c.player_id == player_id)
+            ).first()
+        return str(row.display_name) if row is not None else player_id
+
+    def create(
+        self, table: lobby_pb2.Table, updates: Sequence[Update], at_ms: int
+    ) -> lobby_pb2.Table:
+        """Store a new table at version 1 with its updates."""
+        table.version = 1
+        with self._transaction() as db:
+            db.execute(insert(TABLES).values(**self._columns(table)))
+            self._record(db, table, updates, at_ms)
+        return table
+
+    def save(
+        self, table: lobby_pb2.Table, loaded_version: int, updates: Sequence[Update], at_ms: int
+    ) -> lobby_pb2.Table:
+        """Store ``table`` as the next version after ``loaded_version`` with its updates.
+
+        :raises StaleTable: if the stored table is not at ``loaded_version`` any more.
+        """
+        if not updates:
+            return table
+        table.version = loaded_version + 1
+        with self._transaction() as db:
+            result = db.execute(
+                update(TABLES)
+                .where(TABLES.c.table_id == table.table_id, TABLES.c.version == loaded_version)
+                .values(**self._columns(table))
+            )
+            if result.rowcount != 1:
+                raise StaleTable(f"table {table.table_id} changed since version {loaded_version}")
+            self._record(db, table, updates, at_ms)
+        return table
+
+    @staticmethod
+    def _columns(table: lobby_pb2.Table) -> dict[str, Any]:
+        return {
+            "table_id": table.table_id, "version": table.version, "status": table.status,
+            "game_type": table.settings.game_type, "private": table.settings.private,
+            "game_id": table.game_id, "invite_code": table.invite_code,
+            "body": table.SerializeToString(deterministic=True),
+        }
+
+    @staticmethod
+    def _record(db: Connection, table: lobby_pb2.Table, updates: Sequence[Update], at_ms: int
+                ) -> None:
+        db.execute(insert(UPDATES), [
+            {"table_id": table.table_id, "version": table.version, "ordinal": index,
+             "kind": item.kind, "seat": item.seat, "player_id": item.player_id, "at_ms": at_ms}
+            for index, item in enumerate(updates)
+        ])
+
+    def _one(self, *conditions: Any) -> lobby_pb2.Table:
+        with self._lock, self._engine.connect() as db:
+            row = db.execute(select(TABLES.c.body).where(*conditions)).first()
+        if row is None:
+            raise TableNotFound("no such table")
+        return _table(row.body)
+
+    def get(self, table_id: str) -> lobby_pb2.Table:
+        """The table ``table_id``.
+
+        :raises TableNotFound: if there is none.
+        """
+        return self._one(TABLES.c.table_id == table_id)
+
+    def by_invite(self, invite_code: str) -> lobby_pb2.Table:
+        """The private table with ``invite_code``.
+
+        :raises TableNotFound: if there is none.
+        """
+        if not invite_code:
+            raise TableNotFound("empty invite code")
+        return self._one(TABLES.c.invite_code == invite_code)
+
+    def by_game(self, game_id: str) -> lobby_pb2.Table:
+        """The table whose current match is ``game_id``.
+
+        :raises TableNotFound: if there is none.
+        """
+        if not game_id:
+            raise TableNotFound("empty game id")
+        return self._one(TABLES.c.game_id == game_id)
+
+    def listed(self, game_type: int, *, include_playing: bool, limit: int = 100
+               ) -> list[lobby_pb2.Table]:
+        """Public tables waiting (and playing, if asked), oldest first."""
+        statuses = [lobby_pb2.TABLE_STATUS_WAITING]
+        if include_playing:
+            statuses.append(lobby_pb2.TABLE_STATUS_PLAYING)
+        query = select(TABLES.c.body).where(
+            TABLES.c.status.in_(statuses), TABLES.c.private.is_(False)
+        )
+        if game_type:
+            query = query.where(TABLES.c.game_type == game_type)
+        with self._lock, self._engine.connect() as db:
+            rows = db.execute(query.order_by(TABLES.c.table_id).limit(limit)).all()
+        return [_table(row.body) for row in rows]
+
+    def playing(self) -> list[lobby_pb2.Table]:
+        """Every table whose match is on."""
+        query = select(TABLES.c.body).where(TABLES.c.status == lobby_pb2.TABLE_STATUS_PLAYING)
+        with self._lock, self._engine.connect() as db:
+            return [_table(row.body) for row in db.execute(query).all()]
+
+    def updates_after(self, table_id: str, version: int) -> list[lobby_pb2.TableUpdate]:
+        """The recorded updates of ``table_id`` with a version above ``version``, in order."""
+        query = (
+            select(UPDATES).where(UPDATES.c.table_id == table_id, UPDATES.c.version > version)
+            .order_by(UPDATES.c.version, UPDATES.c.ordinal)
+        )
+        with self._lock, self._engine.connect() as db:
+            rows = db.execute(query).all()
+        return [
+            lobby_pb2.TableUpdate(kind=row.kind, seat=row.seat, player_id=row.player_id,
+                                  version=row.version, at_ms=row.at_ms)
+            for row in rows
+        ]
