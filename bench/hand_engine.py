@@ -105,7 +105,6 @@ def bench_decisions(matches: int, seed: int) -> tuple[float, int]:
     """(commands per second, commands) of random legal play: ``legal``, a uniform choice,
     ``decide`` and ``evolve`` for every command of ``matches`` whole 4-player matches."""
     from dast.v1 import common_pb2, hand_pb2
-
     from engine import hand as game
 
     rng = random.Random(seed)

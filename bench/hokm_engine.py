@@ -25,7 +25,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dast.v1 import hokm_pb2, log_pb2
-
 from engine import hokm
 from engine.hokm.sim import default_players, play_match
 

@@ -52,7 +52,8 @@ def find_chain_break(entries: Sequence[log_pb2.LogEntry]) -> ChainBreak | None:
     prev_hash = GENESIS_HASH
     for index, entry in enumerate(entries):
         if entry.event.seq != index + 1:
-            return ChainBreak(index, f"entry {index} has seq {entry.event.seq}, expected {index + 1}")
+            reason = f"entry {index} has seq {entry.event.seq}, expected {index + 1}"
+            return ChainBreak(index, reason)
         expected = chain_hash(prev_hash, entry.event)
         if entry.hash != expected:
             return ChainBreak(index, f"hash mismatch at seq {entry.event.seq}")

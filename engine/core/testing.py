@@ -28,10 +28,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dast.v1 import common_pb2, log_pb2
 from google.protobuf import text_format
 from google.protobuf.message import Message
 
+from dast.v1 import common_pb2, log_pb2
 from engine.core.errors import RuleViolation
 from engine.core.protocol import Game
 from engine.core.rng import DeterministicRandom

@@ -24,7 +24,6 @@ from __future__ import annotations
 from typing import Final
 
 from dast.v1 import common_pb2, hand_pb2, log_pb2
-
 from engine.core.errors import Code, InvalidCommand
 from engine.core.protocol import MatchSetup
 from engine.hand.cards import is_joker

@@ -10,7 +10,6 @@ a turn (restocks, void rounds, scores, deals, the match's end) live here too, be
 from __future__ import annotations
 
 from dast.v1 import hand_pb2, log_pb2
-
 from engine.core.cards import iter_cards
 from engine.core.fairness import deck_key
 from engine.core.rng import DeterministicRandom

@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from dast.v1 import hand_pb2
-
 from engine.core.rng import DeterministicRandom
 from engine.hand.cards import is_joker, penalty_value
 

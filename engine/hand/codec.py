@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from dast.v1 import hand_pb2, log_pb2
-
 from engine.core.cards import CardSet
 from engine.hand.cards import is_joker
 from engine.hand.melds import Meld, MeldKind

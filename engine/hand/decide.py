@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dast.v1 import common_pb2, hand_pb2, log_pb2
-
 from engine.core.errors import Code, InvalidCommand, RuleViolation
 from engine.core.fairness import SERVER_SEED_BYTES, commit
 from engine.hand import turn

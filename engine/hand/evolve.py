@@ -16,7 +16,6 @@ from dataclasses import replace
 from typing import Any
 
 from dast.v1 import hand_pb2, log_pb2
-
 from engine.core.cards import mask_of
 from engine.core.fairness import commit
 from engine.hand.codec import table_meld_of_proto, without

@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from itertools import product
 
 from dast.v1 import hand_pb2, log_pb2
-
 from engine.core.cards import PACK_SIZE, RANKS_PER_SUIT, SUITS, iter_cards
 from engine.core.errors import RuleViolation
 from engine.hand.cards import JOKERS, is_joker, natural_of

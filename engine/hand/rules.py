@@ -17,7 +17,6 @@ from enum import IntEnum
 from typing import Final
 
 from dast.v1 import hand_pb2
-
 from engine.core.errors import Code, RuleViolation
 
 DEFAULT_ACE_LOW_VALUE: Final = 1

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dast.v1 import common_pb2, hand_pb2, log_pb2
-
 from engine import hand
 from engine.core.testing import play_match as play_game
 from engine.hand.bots import BOTS, Policy

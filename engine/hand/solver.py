@@ -219,9 +219,9 @@ def _solve(
                   must_use)
 
 
-def _walk(search: Search, left: int) -> tuple[list[tuple[Choice, Table]], int, Table]:
+def _walk(search: Search, left: int) -> tuple[list[tuple[Choice, Table]], int]:
     """Follow the memoised best choices from the start; return each choice with the table
-    before it, the jokers laid off at the end, and the final table."""
+    before it, and how many jokers are laid off at the end."""
     path: list[tuple[Choice, Table]] = []
     removed_all: list[int] = []
     x, jokers, table = 0, search.jokers, search.start_table()
@@ -240,7 +240,7 @@ def _walk(search: Search, left: int) -> tuple[list[tuple[Choice, Table]], int, T
         removed_all.extend(removed)
     laid = search.end_value(jokers, left, table, need_joker)[1]
     search.restore(removed_all)
-    return path, laid, table
+    return path, laid
 
 
 def _build(
@@ -248,7 +248,7 @@ def _build(
     table_melds: Sequence[Meld], run_index: list[int], set_index: list[int],
     must_use: HandCard | None,
 ) -> _Outcome:
-    path, laid_jokers, final_table = _walk(search, left0)
+    path, laid_jokers = _walk(search, left0)
     pool: dict[int, list[HandCard]] = {}
     for card in sorted(c for c in cards if c not in dead):
         pool.setdefault(-1 if is_joker(card) else natural_of(card), []).append(card)
@@ -292,8 +292,7 @@ def _build(
         joker = pool[-1].pop(0)
         index, face = _joker_spot(table, search.max_jokers)
         lay(index, joker, face)
-    left = dead + [c for f, cs in pool.items() for c in cs]
-    del final_table
+    left = dead + [c for copies in pool.values() for c in copies]
     return _Outcome(value, melds, lay_offs, left)
 
 

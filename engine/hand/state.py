@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from dast.v1 import common_pb2, hand_pb2
-
 from engine.core.cards import CardSet
 from engine.hand.melds import Meld
 from engine.hand.rules import Options

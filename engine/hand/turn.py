@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from dast.v1 import hand_pb2
-
 from engine.core.errors import Code, InvalidCommand, RuleViolation
 from engine.hand.batch import Batch, after_discard
 from engine.hand.cards import DECK_SIZE, hand_card_name, is_joker

@@ -9,7 +9,6 @@ was seen there), and the hands left at a round's end (they are counted in public
 from __future__ import annotations
 
 from dast.v1 import hand_pb2, log_pb2
-
 from engine.core.cards import iter_cards
 from engine.hand.codec import meld_spec_of, table_meld_to_proto
 from engine.hand.legal import legal, meld_options

@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import Final
 
 from dast.v1 import common_pb2, hokm_pb2
-
 from engine.hokm.decide import decide, is_over, legal, start, to_act
 from engine.hokm.evolve import evolve, replay
 from engine.hokm.records import command_for, revealed_seed, setup_of

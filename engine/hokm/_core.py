@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Final, NamedTuple
 
 from dast.v1 import hokm_pb2
-
 from engine.core.cards import RANKS_PER_SUIT, SUIT_MASKS, Card, CardSet
 from engine.hokm.rules import HokmOptions
 

@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from dast.v1 import hokm_pb2
-
 from engine.core.cards import RANKS_PER_SUIT, Card, Rank
 from engine.core.rng import DeterministicRandom
 from engine.hokm import _core

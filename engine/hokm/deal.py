@@ -29,7 +29,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from dast.v1 import hokm_pb2
-
 from engine.core.cards import PACK_SIZE, RANKS_PER_SUIT, Card, Rank
 from engine.core.rng import DeterministicRandom
 from engine.hokm.rules import FIRST_PACKET, PACKET, HokmOptions

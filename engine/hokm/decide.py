@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from itertools import combinations
 
 from dast.v1 import common_pb2, hokm_pb2, log_pb2
-
 from engine.core.cards import PACK_SIZE, card_name, iter_cards
 from engine.core.errors import Code, InvalidCommand, RuleViolation
 from engine.core.fairness import SERVER_SEED_BYTES, commit, deck_key

@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from dast.v1 import common_pb2, hokm_pb2, log_pb2
-
 from engine.core.fairness import deck_key
 from engine.hokm.rules import resolve_rules
 from engine.hokm.state import NO_SEAT, NO_SUIT, FinishedTrick, HokmState, Phase

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dast.v1 import hokm_pb2, log_pb2
-
 from engine.core.errors import Code, InvalidCommand
 from engine.core.protocol import MatchSetup
 

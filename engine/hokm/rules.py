@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Final
 
 from dast.v1 import hokm_pb2
-
 from engine.core.errors import Code, InvalidCommand
 
 VARIANT_SEATS: Final[dict[int, int]] = {

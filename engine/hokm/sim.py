@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dast.v1 import common_pb2, hokm_pb2, log_pb2
-
 from engine import hokm
 from engine.core.testing import play_match as play_game
 from engine.hokm.bots import BOTS, Policy

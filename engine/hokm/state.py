@@ -12,7 +12,6 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from dast.v1 import common_pb2, hokm_pb2
-
 from engine.core.cards import Card, CardSet
 from engine.hokm.rules import HokmOptions
 

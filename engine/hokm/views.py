@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from dast.v1 import hokm_pb2, log_pb2
-
 from engine.core.cards import CardSet, iter_cards
 from engine.hokm.decide import legal_hokm_commands
 from engine.hokm.state import NO_SEAT, NO_SUIT, FinishedTrick, HokmState, Phase

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import grpc
 import structlog
-from dast.v1 import lobby_pb2
 
+from dast.v1 import lobby_pb2
 from engine.registry import GAMES_BY_NAME
 from services.lobby import tables
 from services.lobby.changes import Tables

@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 
 import grpc
-from dast.v1 import lobby_pb2
 
+from dast.v1 import lobby_pb2
 from services.lobby.store import LobbyStore, StaleTable
 from services.lobby.tables import Change
 from services.platform.errors import ServiceError

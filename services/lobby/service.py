@@ -17,8 +17,8 @@ from typing import NoReturn, Protocol
 
 import grpc
 import structlog
-from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2, lobby_pb2, lobby_pb2_grpc
 
+from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2, lobby_pb2, lobby_pb2_grpc
 from services.lobby import tables
 from services.lobby.changes import Tables, wall_clock_ms
 from services.lobby.store import TableNotFound

@@ -22,7 +22,6 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from dast.v1 import lobby_pb2
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -43,6 +42,7 @@ from sqlalchemy.orm import registry
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Field, SQLModel
 
+from dast.v1 import lobby_pb2
 from services.lobby.tables import Update
 
 _TABLE_STATUSES_OPEN = (lobby_pb2.TABLE_STATUS_WAITING,)

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import grpc
-from dast.v1 import common_pb2, hand_pb2, hokm_pb2, lobby_pb2
 
+from dast.v1 import common_pb2, hand_pb2, hokm_pb2, lobby_pb2
 from services.platform.errors import ServiceError
 
 TARGET_SCORES: Final = frozenset({0, 3, 5, 7, 10})

@@ -8,8 +8,8 @@ import types
 from typing import Any
 
 import pytest
-from dast.v1 import common_pb2, hokm_pb2, log_pb2
 
+from dast.v1 import common_pb2, hokm_pb2, log_pb2
 from engine import hokm
 from engine.core.testing import SimulationFailure, Visibility, play_match, random_sim, sim_seeds
 from engine.hokm.bots import BOTS

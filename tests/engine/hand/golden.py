@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dast.v1 import common_pb2, hand_pb2, log_pb2
-
 from engine.core.chain import chain_entries
 from engine.core.logformat import dump_jsonl
 from engine.hand.sim import play_match

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from dast.v1 import common_pb2, hand_pb2, log_pb2
-
 from engine import hand
 from engine.core.cards import mask_of
 from engine.core.fairness import commit

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 
 from dast.v1 import hand_pb2
-
 from engine import hand
 from engine.core.rng import DeterministicRandom
 from engine.hand.bots import BOTS, greedy_policy

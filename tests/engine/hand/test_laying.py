@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from dast.v1 import hand_pb2
 
+from dast.v1 import hand_pb2
 from engine import hand
 from engine.core.cards import parse_card
 from engine.core.errors import Code, InvalidCommand, RuleViolation

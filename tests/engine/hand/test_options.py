@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from dast.v1 import hand_pb2
 
+from dast.v1 import hand_pb2
 from engine import hand
 from engine.core.errors import Code, RuleViolation
 from engine.hand.rules import DealerRotation, options_of, resolve_rules

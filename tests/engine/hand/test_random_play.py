@@ -15,8 +15,8 @@ from collections import Counter
 from functools import cache
 
 import pytest
-from dast.v1 import hand_pb2, log_pb2
 
+from dast.v1 import hand_pb2, log_pb2
 from engine import hand
 from engine.core.audit import audit_log
 from engine.core.cards import iter_cards

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from dast.v1 import hand_pb2
 
+from dast.v1 import hand_pb2
 from engine import hand
 from engine.core.errors import RuleViolation
 from engine.hand.errors import HandCode

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from dast.v1 import hand_pb2, hokm_pb2, log_pb2
 
+from dast.v1 import hand_pb2, hokm_pb2, log_pb2
 from engine import hand
 from engine.core.errors import Code, InvalidCommand, RuleViolation
 from engine.hand.errors import HandCode

@@ -4,7 +4,6 @@ block, deadlines, and the log hooks the audit uses (setup_of, command_for)."""
 from __future__ import annotations
 
 from dast.v1 import hand_pb2
-
 from engine import hand
 from engine.core.fairness import commit
 from engine.hand.state import Phase

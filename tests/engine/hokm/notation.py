@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from dast.v1 import common_pb2, hokm_pb2, log_pb2
-
 from engine import hokm
 from engine.core.cards import mask_of, parse_cards, parse_suit
 from engine.hokm.state import FinishedTrick, HokmState, Phase

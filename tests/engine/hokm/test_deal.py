@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 
 from dast.v1 import common_pb2, hokm_pb2, log_pb2
-
 from engine import hokm
 from engine.core.cards import RANKS_PER_SUIT, Rank, popcount
 from engine.core.errors import InvalidCommand

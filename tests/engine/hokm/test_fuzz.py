@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import hashlib
 
-from dast.v1 import hokm_pb2, log_pb2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dast.v1 import hokm_pb2, log_pb2
 from engine import hokm
 from engine.core.errors import RuleViolation
 from engine.hokm.sim import play_match

@@ -4,7 +4,6 @@ the violation codes of every illegal play."""
 from __future__ import annotations
 
 from dast.v1 import hokm_pb2, log_pb2
-
 from engine import hokm
 from engine.core.cards import parse_card
 from engine.core.errors import Code, InvalidCommand, RuleViolation

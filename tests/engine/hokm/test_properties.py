@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import hashlib
 
-from dast.v1 import hokm_pb2, log_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dast.v1 import hokm_pb2, log_pb2
 from engine import hokm
 from engine.core.audit import audit_log
 from engine.core.chain import canonical_bytes, chain_entries

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from dast.v1 import hokm_pb2
 
+from dast.v1 import hokm_pb2
 from engine import hokm
 from engine.core.errors import Code, InvalidCommand
 from engine.hokm.rules import resolve_rules, rules_proto

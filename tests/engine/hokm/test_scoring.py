@@ -5,7 +5,6 @@ hakem_rotation and target_score."""
 from __future__ import annotations
 
 from dast.v1 import hokm_pb2
-
 from engine.hokm.state import Phase
 
 from .notation import first, kinds, play, position, run

@@ -4,7 +4,6 @@ majority (tricks_to_win_3p) and the per-player scores (points_*_3p)."""
 from __future__ import annotations
 
 from dast.v1 import hokm_pb2
-
 from engine import hokm
 from engine.core.cards import iter_cards, popcount
 from engine.core.errors import Code, InvalidCommand

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from dast.v1 import common_pb2
-
 from engine import hokm
 
 from .notation import SEED, declare, play, players, position, rules, run, started

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 from dast.v1 import hokm_pb2, log_pb2
-
 from engine import hokm
 from engine.core.cards import card_name, parse_card, popcount
 from engine.core.errors import Code, InvalidCommand

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dast.v1 import common_pb2, hokm_pb2
-
 from engine import hokm
 from engine.core.cards import card_name, iter_cards, parse_card
 from engine.hokm.views import event_cards, hidden_mask, view_cards

@@ -51,8 +51,9 @@ def test_sim_hokm_plays_matches_and_tallies_wins(args: list[str], seats: int) ->
 
 
 def test_sim_is_reproducible_from_its_seed() -> None:
-    first = runner.invoke(app, ["sim", "hokm", "--games", "2", "--seed", "9", "--target-score", "3"])
-    again = runner.invoke(app, ["sim", "hokm", "--games", "2", "--seed", "9", "--target-score", "3"])
+    args = ["sim", "hokm", "--games", "2", "--seed", "9", "--target-score", "3"]
+    first = runner.invoke(app, args)
+    again = runner.invoke(app, args)
     summary = [line for line in first.output.splitlines() if "events" in line]
     assert summary and summary[0].split(" in ")[0] in again.output
 

@@ -1,0 +1,109 @@
+"""The bot service: plays the bots' seats through the game service, like any client.
+
+It learns that something happened from the event bus (``bus.all_events(durable="bots")``:
+replicas share one durable consumer, so each event wakes one of them) and from
+:meth:`BotService.kick` (a seat just taken over). Per game, one worker re-reads the public
+view (whose turn?), asks the :class:`~services.bot.seats.SeatDirectory` whether a bot plays
+that seat, and if so plays it with :func:`~services.bot.client.play_turn` (the seat's view
+in, one command out) until a person is to act or the match is over. The command id
+``bot:<game_id>:<seq>`` and ``expected_seq = seq`` make a move append once even if two
+replicas (or a replica and the turn timer) try the same position.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import grpc
+import structlog
+
+from services.bot.client import GameApi, play_turn
+from services.bot.policies import Outcome
+from services.bot.seats import SeatDirectory
+from services.platform.bus import Bus
+
+_log = structlog.get_logger(component="bots")
+
+
+class BotService:
+    """Plays bot seats; :meth:`run` follows the bus, :meth:`kick` wakes one game."""
+
+    def __init__(self, api: GameApi, seats: SeatDirectory, *, max_moves_per_wake: int = 500
+                 ) -> None:
+        self.api = api
+        self.seats = seats
+        self._max_moves = max_moves_per_wake
+        self._dirty: set[str] = set()
+        self._workers: dict[str, asyncio.Task[None]] = {}
+        self.moves = 0
+        """Commands this service appended (for tests and benchmarks)."""
+
+    async def run(self, bus: Bus, *, durable: str = "bots") -> None:
+        """Wake the game of every event on ``bus``, forever (cancel to stop)."""
+        try:
+            async for published in bus.all_events(durable=durable):
+                self.kick(published.game_id)
+        finally:
+            await self.stop()
+
+    def kick(self, game_id: str) -> None:
+        """Look at ``game_id`` again soon (its worker starts if it is not running)."""
+        self._dirty.add(game_id)
+        if game_id not in self._workers:
+            self._workers[game_id] = asyncio.create_task(self._work(game_id),
+                                                         name=f"bot:{game_id}")
+
+    async def stop(self) -> None:
+        """Cancel every worker."""
+        workers = list(self._workers.values())
+        for worker in workers:
+            worker.cancel()
+        for worker in workers:
+            with contextlib.suppress(BaseException):
+                await worker
+
+    async def idle(self) -> None:
+        """Return once no worker runs (tests)."""
+        while self._workers:
+            await asyncio.gather(*self._workers.values(), return_exceptions=True)
+
+    async def _work(self, game_id: str) -> None:
+        try:
+            moves = 0
+            while game_id in self._dirty and moves < self._max_moves:
+                self._dirty.discard(game_id)
+                try:
+                    if await self._step(game_id):
+                        moves += 1
+                        self._dirty.add(game_id)
+                except grpc.aio.AioRpcError as error:
+                    _log.warning("bot_call_failed", game_id=game_id, code=error.code().name,
+                                 details=error.details())
+                except Exception:
+                    _log.exception("bot_failed", game_id=game_id)
+        finally:
+            del self._workers[game_id]
+            # Woken while finishing (no await since the loop's last check): start again.
+            if game_id in self._dirty and moves < self._max_moves:
+                self.kick(game_id)
+            else:
+                self._dirty.discard(game_id)
+
+    async def _step(self, game_id: str) -> bool:
+        """Play one bot move of ``game_id`` if a bot is to act; True when it did (or lost a
+        race and should look again)."""
+        public = await self.api.view(game_id, None)
+        seat = public.turn
+        if public.is_over or seat is None:
+            return False
+        control = await self.seats.bot_control(game_id, seat, public.view.players[seat])
+        if control is None:
+            return False
+        outcome = await play_turn(
+            self.api, game_id, seat, control.level, expected_seq=public.seq,
+            command_id=f"bot:{game_id}:{public.seq}", automatic=control.automatic,
+        )
+        if outcome is Outcome.PLAYED:
+            self.moves += 1
+        return outcome is not Outcome.NOT_TO_ACT

@@ -1,0 +1,183 @@
+"""Turn timers: when a seat's deadline passes, its bot moves for it, marked automatic.
+
+DESIGN.md "Time": the engine writes ``deadline_ms`` on the last event of a batch that
+leaves a seat to act. :class:`TurnTimers` keeps, per game, the latest such deadline
+(``pending``) from the events it consumes (``bus.all_events(durable="timers")``: replicas
+split the games' events); any later event of the game replaces or clears it. When a
+deadline passes, the seat's bot plays through the game service with ``automatic = true``,
+``expected_seq`` = the deadline's seq and command id ``timeout:<game_id>:<seq>``: a timer
+that fires twice, or two replicas firing, append one command.
+
+Pending deadlines live in memory, so on start :meth:`TurnTimers.restore` rebuilds them from
+the event store (:func:`store_deadlines`: the last event of every game that carries a
+deadline); a timer pending when its process was killed fires after the restart.
+
+``shift_ms`` moves every firing time (tests use a negative shift so that a 15-second turn
+runs out in a fraction of a second without changing the rules' ``turn_seconds``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import grpc
+import structlog
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from dast.v1 import log_pb2
+from engine.registry import GAMES_BY_NAME
+from services.bot.client import GameApi, play_turn
+from services.bot.policies import Outcome
+from services.bot.seats import SeatDirectory
+from services.platform.bus import Bus
+
+_log = structlog.get_logger(component="timers")
+
+_HEADS = text(
+    "SELECT e.game_id, e.event FROM events e "
+    "JOIN games g ON e.game_id = g.game_id AND e.seq = g.last_seq"
+)
+
+
+def wall_clock_ms() -> int:
+    """Milliseconds since the epoch."""
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, order=True)
+class Deadline:
+    """The seat to act after ``seq`` of ``game_id`` must act by ``deadline_ms``."""
+
+    deadline_ms: int
+    game_id: str
+    seq: int
+
+
+def store_deadlines(url: str) -> list[Deadline]:
+    """The deadlines pending in the event store at ``url``: each game's last event's.
+
+    Reads the event store's ``games`` and ``events`` tables (a finished match's last event
+    carries no deadline).
+    """
+    engine = create_engine(url)
+    try:
+        with engine.connect() as db:
+            rows = db.execute(_HEADS).all()
+    finally:
+        engine.dispose()
+    pending = []
+    for row in rows:
+        event = log_pb2.Event()
+        event.ParseFromString(row.event)
+        if event.deadline_ms > 0:
+            pending.append(Deadline(event.deadline_ms, row.game_id, event.seq))
+    return pending
+
+
+def sqlite_or_postgres(url: str) -> bool:
+    """Whether :func:`store_deadlines` can read ``url``."""
+    return make_url(url).get_backend_name() in ("sqlite", "postgresql")
+
+
+class TurnTimers:
+    """Fires the seats' deadlines (see the module docstring)."""
+
+    def __init__(
+        self, api: GameApi, seats: SeatDirectory, *, clock: Callable[[], int] = wall_clock_ms,
+        shift_ms: int = 0,
+    ) -> None:
+        self.api = api
+        self.seats = seats
+        self._clock = clock
+        self._shift_ms = shift_ms
+        self.pending: dict[str, Deadline] = {}
+        self._last_seq: dict[str, int] = {}
+        self._heap: list[tuple[int, Deadline]] = []
+        self._wake = asyncio.Event()
+        self.fired = 0
+        """Automatic moves this timer appended."""
+
+    def restore(self, deadlines: Iterable[Deadline]) -> None:
+        """Add deadlines found in the store (after a restart)."""
+        for deadline in deadlines:
+            self._set(deadline)
+
+    def observe(self, game_id: str, game_type: str, event: log_pb2.Event) -> None:
+        """Track ``event`` of ``game_id``: its deadline replaces the game's pending one."""
+        if event.seq <= self._last_seq.get(game_id, 0):
+            return  # a redelivery
+        self._last_seq[game_id] = event.seq
+        game = GAMES_BY_NAME.get(game_type)
+        if game is not None and game.revealed_seed(event) is not None:
+            self.pending.pop(game_id, None)
+            self._last_seq.pop(game_id, None)
+            return
+        if event.deadline_ms > 0:
+            self._set(Deadline(event.deadline_ms, game_id, event.seq))
+        else:
+            self.pending.pop(game_id, None)
+
+    def _set(self, deadline: Deadline) -> None:
+        current = self.pending.get(deadline.game_id)
+        if current is not None and current.seq >= deadline.seq:
+            return
+        self.pending[deadline.game_id] = deadline
+        heapq.heappush(self._heap, (deadline.deadline_ms + self._shift_ms, deadline))
+        self._wake.set()
+
+    async def run(self, bus: Bus, *, durable: str = "timers",
+                  restore_from: str | None = None) -> None:
+        """Rebuild from the store at ``restore_from`` (if given), then follow ``bus`` and fire
+        deadlines, forever (cancel to stop)."""
+        if restore_from and sqlite_or_postgres(restore_from):
+            self.restore(await asyncio.to_thread(store_deadlines, restore_from))
+        firing = asyncio.create_task(self.fire_forever(), name="timers-fire")
+        try:
+            async for published in bus.all_events(durable=durable):
+                self.observe(published.game_id, published.game_type, published.entry.event)
+        finally:
+            firing.cancel()
+            with contextlib.suppress(BaseException):
+                await firing
+
+    async def fire_forever(self) -> None:
+        """Fire each deadline when its time (plus the shift) comes."""
+        while True:
+            self._wake.clear()
+            now = self._clock()
+            while self._heap and self._heap[0][0] <= now:
+                _, deadline = heapq.heappop(self._heap)
+                if self.pending.get(deadline.game_id) == deadline:
+                    await self._fire(deadline)
+            delay = (self._heap[0][0] - now) / 1000 if self._heap else 3600.0
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), max(delay, 0.001))
+
+    async def _fire(self, deadline: Deadline) -> None:
+        try:
+            public = await self.api.view(deadline.game_id, None)
+            seat = public.turn
+            if public.seq != deadline.seq or seat is None or public.is_over:
+                return  # somebody acted meanwhile
+            level = await self.seats.timeout_level(
+                deadline.game_id, seat, public.view.players[seat]
+            )
+            outcome = await play_turn(
+                self.api, deadline.game_id, seat, level, expected_seq=deadline.seq,
+                command_id=f"timeout:{deadline.game_id}:{deadline.seq}", automatic=True,
+            )
+            if outcome is Outcome.PLAYED:
+                self.fired += 1
+                _log.info("turn_timed_out", game_id=deadline.game_id, seq=deadline.seq,
+                          seat=seat, level=level)
+        except grpc.aio.AioRpcError as error:
+            _log.warning("timer_call_failed", game_id=deadline.game_id,
+                         code=error.code().name, details=error.details())
+        except Exception:
+            _log.exception("timer_failed", game_id=deadline.game_id)
