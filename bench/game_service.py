@@ -3,10 +3,14 @@
 One run measures, with ``--games`` games in flight (one client coroutine per game):
 
 - ``echo_rps``: a bare grpc.aio unary echo server (the ceiling of this Python/gRPC stack);
-- ``embedded_rps`` / ``embedded_p99_ms``: play-card round trips (SubmitCommand) through
-  ``dast serve`` on its embedded defaults (SQLite file, in-process bus);
-- ``pg_nats_rps`` / ``pg_nats_p99_ms``: the same through PostgreSQL and NATS
-  (``--database-url``, ``--nats-url``; skipped with ``null`` figures when unreachable).
+- ``embedded_rps``: play-card round trips (SubmitCommand) per second through ``dast
+  serve`` on its embedded defaults (SQLite file, in-process bus), every game sending its
+  next command as soon as the last one returns (saturation; ``embedded_saturated_p99_ms``
+  is the p99 there, which with 100 calls always in flight is 100 / rps at best);
+- ``embedded_p99_ms``: the p99 latency when the games together offer ``--rate``
+  commands/s (default 200: each of 100 games acts every half second, faster than people);
+- ``pg_nats_*``: the same through PostgreSQL and NATS (``--database-url``, ``--nats-url``;
+  ``null`` figures when unreachable).
 
 Every server runs in its own process. The client mirrors each game with the engine (the
 bench is the admin and chose the server seed), so it needs no GetView between commands and
@@ -27,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,7 +84,7 @@ def _game_server(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
     return _spawn(
         [sys.executable, "-m", "services.game"],
         {"DAST_LISTEN": "127.0.0.1:0", "DAST_JWT_SECRET": SECRET, "DAST_LOG_LEVEL": "warning",
-         **env},
+         "DAST_SERVICES": "game", **env},
     )
 
 
@@ -119,9 +124,10 @@ async def _run_echo(address: str, games: int, seconds: float) -> float:
 
 async def _play(
     stub: game_pb2_grpc.GameServiceStub, metadata: Any, number: int, stop: float,
-    samples: Samples,
+    samples: Samples, interval: float, tag: str,
 ) -> None:
-    """Create games one after another and play them with commands from a local mirror."""
+    """Create games one after another and play them with commands from a local mirror,
+    one command every ``interval`` seconds (0: back to back)."""
     seed = number.to_bytes(32, "big")
     rules = hokm_pb2.HokmRules(target_score=7)
     seated = [common_pb2.Player(player_id=f"g{number}p{s}") for s in range(4)]
@@ -130,11 +136,15 @@ async def _play(
         game_count += 1
         created = await stub.CreateGame(game_pb2.CreateGameRequest(
             game_type=common_pb2.GAME_TYPE_HOKM, hokm=rules, players=seated,
-            server_seed=seed, game_id=f"bench-{os.getpid()}-{number}-{game_count}",
+            server_seed=seed, game_id=f"bench-{tag}-{number}-{game_count}",
         ), metadata=metadata)
         state = hokm.replay(hokm.start(rules, seed, seated))
         command_no = 0
+        next_at = time.perf_counter() + interval * (number / 100 % 1)  # spread the games
         while not hokm.is_over(state) and time.perf_counter() < stop:
+            if interval:
+                await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+                next_at += interval
             seat = hokm.to_act(state)
             assert seat is not None
             command: log_pb2.Command = hokm.legal(state, seat)[0]
@@ -154,14 +164,19 @@ async def _play(
             command_no += 1
 
 
-async def _run_game(address: str, games: int, seconds: float) -> tuple[float, float, int]:
+async def _run_game(
+    address: str, games: int, seconds: float, interval: float = 0.0
+) -> tuple[float, float, int]:
     metadata = (("authorization", f"Bearer {mint_token(SECRET, 'bench', Role.ADMIN)}"),)
     async with grpc.aio.insecure_channel(address) as channel:
         stub = game_pb2_grpc.GameServiceStub(channel)
         samples = Samples()
+        tag = uuid.uuid4().hex[:12]
         started = time.perf_counter()
         stop = started + seconds
-        await asyncio.gather(*(_play(stub, metadata, n, stop, samples) for n in range(games)))
+        await asyncio.gather(
+            *(_play(stub, metadata, n, stop, samples, interval, tag) for n in range(games))
+        )
         rps, p99 = samples.summary(time.perf_counter() - started)
         return rps, p99, samples.errors
 
@@ -183,34 +198,44 @@ def _stop(process: subprocess.Popen[str]) -> None:
         process.kill()
 
 
-def run(games: int, seconds: float, database_url: str, nats_url: str) -> dict[str, Any]:
+def _measure(
+    prefix: str, env: dict[str, str], games: int, seconds: float, rate: float
+) -> dict[str, Any]:
+    """Saturated throughput, then latency at ``rate`` commands/s, of one server setup."""
+    server, address = _game_server(env)
+    try:
+        rps, saturated_p99, errors = asyncio.run(_run_game(address, games, seconds))
+        paced_rps, p99, paced_errors = asyncio.run(
+            _run_game(address, games, seconds, interval=games / rate)
+        )
+    finally:
+        _stop(server)
+    return {
+        f"{prefix}_rps": round(rps, 1),
+        f"{prefix}_saturated_p99_ms": round(saturated_p99, 2),
+        f"{prefix}_p99_ms": round(p99, 2),
+        f"{prefix}_paced_rps": round(paced_rps, 1),
+        f"{prefix}_errors": errors + paced_errors,
+    }
+
+
+def run(
+    games: int, seconds: float, rate: float, database_url: str, nats_url: str
+) -> dict[str, Any]:
     """Every figure of one bench run."""
-    result: dict[str, Any] = {"games": games, "seconds": seconds}
+    result: dict[str, Any] = {"games": games, "seconds": seconds, "paced_rate": rate}
     echo, address = _spawn([sys.executable, __file__, "--echo-server"], {})
     try:
         result["echo_rps"] = round(asyncio.run(_run_echo(address, games, seconds)), 1)
     finally:
         _stop(echo)
     with tempfile.TemporaryDirectory() as data_dir:
-        server, address = _game_server({"DAST_DATA_DIR": data_dir})
-        try:
-            rps, p99, errors = asyncio.run(_run_game(address, games, seconds))
-        finally:
-            _stop(server)
-    result.update(embedded_rps=round(rps, 1), embedded_p99_ms=round(p99, 2),
-                  embedded_errors=errors)
+        result.update(_measure("embedded", {"DAST_DATA_DIR": data_dir}, games, seconds, rate))
     if _reachable(database_url, 5432) and _reachable(nats_url, 4222):
-        server, address = _game_server(
-            {"DAST_DATABASE_URL": database_url, "DAST_NATS_URL": nats_url}
-        )
-        try:
-            rps, p99, errors = asyncio.run(_run_game(address, games, seconds))
-        finally:
-            _stop(server)
-        result.update(pg_nats_rps=round(rps, 1), pg_nats_p99_ms=round(p99, 2),
-                      pg_nats_errors=errors)
+        env = {"DAST_DATABASE_URL": database_url, "DAST_NATS_URL": nats_url}
+        result.update(_measure("pg_nats", env, games, seconds, rate))
     else:
-        result.update(pg_nats_rps=None, pg_nats_p99_ms=None, pg_nats_errors=None)
+        result.update(pg_nats_rps=None, pg_nats_p99_ms=None)
     result["embedded_vs_echo"] = round(result["embedded_rps"] / result["echo_rps"], 3)
     return result
 
@@ -220,6 +245,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--games", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--rate", type=float, default=200.0,
+                        help="commands/s offered (all games together) for the paced p99")
     parser.add_argument("--database-url", default=os.environ.get(
         "DAST_TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"))
     parser.add_argument("--nats-url", default=os.environ.get(
@@ -229,7 +256,7 @@ def main() -> None:
     if args.echo_server:
         asyncio.run(_echo_server())
         return
-    result = run(args.games, args.seconds, args.database_url, args.nats_url)
+    result = run(args.games, args.seconds, args.rate, args.database_url, args.nats_url)
     if args.json:
         print(json.dumps(result))
     else:

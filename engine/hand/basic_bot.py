@@ -51,8 +51,9 @@ def closeness(card: int, hand: Sequence[int]) -> int:
             near += 1
             continue
         other_suit, other_rank = divmod(natural_of(other), RANKS_PER_SUIT)
-        if (other_rank == rank and other_suit != suit) or (other_suit == suit and 0 < abs(other_rank - rank) <= 2):
-            near += 1
+        same_rank = other_rank == rank and other_suit != suit
+        neighbour = other_suit == suit and 0 < abs(other_rank - rank) <= 2
+        near += same_rank or neighbour
     return near
 
 

@@ -28,8 +28,8 @@ class GameApi(Protocol):
     async def submit(
         self, game_id: str, seat: int, command: Any, *, command_id: str, expected_seq: int,
         automatic: bool,
-    ) -> None:
-        """SubmitCommand for ``seat``.
+    ) -> bool:
+        """SubmitCommand for ``seat``; False when the command id had been applied already.
 
         :raises grpc.aio.AioRpcError: as the game service answers.
         """
@@ -58,7 +58,7 @@ class GrpcGameApi:
     async def submit(
         self, game_id: str, seat: int, command: Any, *, command_id: str, expected_seq: int,
         automatic: bool,
-    ) -> None:
+    ) -> bool:
         """See :class:`GameApi`."""
         request = game_pb2.SubmitCommandRequest(
             game_id=game_id, command_id=command_id, expected_seq=expected_seq, seat=seat,
@@ -66,7 +66,10 @@ class GrpcGameApi:
         )
         field = "hokm" if command.DESCRIPTOR.name == "HokmCommand" else "hand"
         getattr(request, field).CopyFrom(command)
-        await self._stub.SubmitCommand(request, metadata=self._metadata, timeout=self._timeout)
+        reply = await self._stub.SubmitCommand(
+            request, metadata=self._metadata, timeout=self._timeout
+        )
+        return not reply.duplicate
 
 
 async def play_turn(
@@ -76,7 +79,8 @@ async def play_turn(
     """Play ``seat``'s move at ``expected_seq`` with the ``level`` policy over its view.
 
     A command that lost the race (the log moved past ``expected_seq``: ABORTED) appends
-    nothing and reports :attr:`Outcome.STALE`.
+    nothing and reports :attr:`Outcome.STALE`; a command id applied before (a timer firing
+    twice) appends nothing and reports :attr:`Outcome.DUPLICATE`.
 
     :raises grpc.aio.AioRpcError: for failures other than a lost race.
     """
@@ -87,10 +91,10 @@ async def play_turn(
         return Outcome.NOT_TO_ACT
     command = decide(seat_view, level, game_id)
     try:
-        await api.submit(game_id, seat, command, command_id=command_id,
-                         expected_seq=expected_seq, automatic=automatic)
+        appended = await api.submit(game_id, seat, command, command_id=command_id,
+                                    expected_seq=expected_seq, automatic=automatic)
     except grpc.aio.AioRpcError as error:
         if error.code() in _STALE_CODES:
             return Outcome.STALE
         raise
-    return Outcome.PLAYED
+    return Outcome.PLAYED if appended else Outcome.DUPLICATE

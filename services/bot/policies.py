@@ -58,6 +58,7 @@ class Outcome(StrEnum):
 
     PLAYED = "played"
     STALE = "stale"  # the game moved on before the command: nothing appended
+    DUPLICATE = "duplicate"  # the same command id was applied before: nothing appended
     NOT_TO_ACT = "not_to_act"
 
 

@@ -33,6 +33,7 @@ from services.lobby.changes import Tables
 from services.lobby.store import TableNotFound
 from services.platform.auth import Role, current_identity
 from services.platform.bus import Bus
+from services.platform.errors import ServiceError, abort_with
 from services.platform.metrics import GameMetrics, game_metrics
 from services.platform.store import EventStore
 
@@ -132,22 +133,60 @@ def _taking_over(game_id: str, seat: int) -> Callable[[lobby_pb2.Table], tables.
     return change
 
 
+def _calling_player() -> str | None:
+    """The player id of a player-role caller (None for services, admins, or no identity)."""
+    with contextlib.suppress(Exception):
+        identity = current_identity()
+        if identity.role is Role.PLAYER:
+            return identity.player_id
+    return None
+
+
 class PresenceGameService(GameService):
-    """The game servicer reporting players' Subscribe streams to :class:`Presence`."""
+    """The game servicer with the lobby's table rules: it reports players' Subscribe streams
+    to :class:`Presence`, and keeps players not seated at a table whose settings refuse
+    spectators from watching its match (PERMISSION_DENIED, reason
+    ``spectators_not_allowed``)."""
 
     def __init__(self, *args: object, presence: Presence, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.presence = presence
+        self._watchers: dict[str, tuple[bool, frozenset[str]]] = {}
+
+    async def _may_watch(self, game_id: str, player: str) -> bool:
+        known = self._watchers.get(game_id)
+        if known is None:
+            try:
+                table = await asyncio.to_thread(self.presence.tables.store.by_game, game_id)
+            except TableNotFound:
+                return True  # a match without a table: the game service's own rules
+            known = (table.settings.spectators_allowed,
+                     frozenset(seat.player_id for seat in table.seats))
+            self._watchers[game_id] = known  # a match's seats never change
+        spectators_allowed, seated = known
+        return spectators_allowed or player in seated
+
+    async def _refuse_spectator(self, context: grpc.aio.ServicerContext, game_id: str) -> None:
+        await abort_with(context, ServiceError(
+            grpc.StatusCode.PERMISSION_DENIED, "spectators_not_allowed",
+            f"the table of game {game_id} allows no spectators",
+        ))
+
+    async def GetView(
+        self, request: game_pb2.GetViewRequest, context: grpc.aio.ServicerContext
+    ) -> game_pb2.GetViewResponse:
+        player = _calling_player()
+        if player is not None and not await self._may_watch(request.game_id, player):
+            await self._refuse_spectator(context, request.game_id)
+        return await super().GetView(request, context)
 
     async def Subscribe(
         self, request: game_pb2.SubscribeRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[game_pb2.SubscribeResponse]:
-        player: str | None = None
-        with contextlib.suppress(Exception):
-            identity = current_identity()
-            if identity.role is Role.PLAYER:
-                player = identity.player_id
+        player = _calling_player()
         if player is not None:
+            if not await self._may_watch(request.game_id, player):
+                await self._refuse_spectator(context, request.game_id)
             self.presence.opened(request.game_id, player)
         try:
             async for reply in super().Subscribe(request, context):

@@ -19,6 +19,7 @@ import grpc
 import structlog
 
 from services.bot.client import GameApi, play_turn
+from services.bot.heads import sqlite_or_postgres, unfinished_games
 from services.bot.policies import Outcome
 from services.bot.seats import SeatDirectory
 from services.platform.bus import Bus
@@ -36,14 +37,24 @@ class BotService:
         self._max_moves = max_moves_per_wake
         self._dirty: set[str] = set()
         self._workers: dict[str, asyncio.Task[None]] = {}
+        self._seen: dict[str, int] = {}
+        """The latest seq a worker looked at, per game: older bus events wake nobody."""
         self.moves = 0
         """Commands this service appended (for tests and benchmarks)."""
 
-    async def run(self, bus: Bus, *, durable: str = "bots") -> None:
-        """Wake the game of every event on ``bus``, forever (cancel to stop)."""
+    async def run(self, bus: Bus, *, durable: str = "bots",
+                  restore_from: str | None = None) -> None:
+        """Wake every unfinished game of the store at ``restore_from`` (if given: a bot may
+        be waiting since before a restart), then the game of every event on ``bus``,
+        forever (cancel to stop)."""
         try:
-            async for published in bus.all_events(durable=durable):
-                self.kick(published.game_id)
+            events = bus.all_events(durable=durable)  # registered before the scan
+            if restore_from and sqlite_or_postgres(restore_from):
+                for game_id in await asyncio.to_thread(unfinished_games, restore_from):
+                    self.kick(game_id)
+            async for published in events:
+                if published.entry.event.seq > self._seen.get(published.game_id, 0):
+                    self.kick(published.game_id)
         finally:
             await self.stop()
 
@@ -95,7 +106,11 @@ class BotService:
         race and should look again)."""
         public = await self.api.view(game_id, None)
         seat = public.turn
-        if public.is_over or seat is None:
+        if public.is_over:
+            self._seen.pop(game_id, None)
+            return False
+        self._seen[game_id] = max(self._seen.get(game_id, 0), public.seq)
+        if seat is None:
             return False
         control = await self.seats.bot_control(game_id, seat, public.view.players[seat])
         if control is None:

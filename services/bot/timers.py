@@ -27,23 +27,16 @@ from dataclasses import dataclass
 
 import grpc
 import structlog
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from dast.v1 import log_pb2
 from engine.registry import GAMES_BY_NAME
 from services.bot.client import GameApi, play_turn
+from services.bot.heads import sqlite_or_postgres, store_heads
 from services.bot.policies import Outcome
 from services.bot.seats import SeatDirectory
 from services.platform.bus import Bus
 
 _log = structlog.get_logger(component="timers")
-
-_HEADS = text(
-    "SELECT e.game_id, e.event FROM events e "
-    "JOIN games g ON e.game_id = g.game_id AND e.seq = g.last_seq"
-)
-
 
 def wall_clock_ms() -> int:
     """Milliseconds since the epoch."""
@@ -60,29 +53,12 @@ class Deadline:
 
 
 def store_deadlines(url: str) -> list[Deadline]:
-    """The deadlines pending in the event store at ``url``: each game's last event's.
-
-    Reads the event store's ``games`` and ``events`` tables (a finished match's last event
-    carries no deadline).
-    """
-    engine = create_engine(url)
-    try:
-        with engine.connect() as db:
-            rows = db.execute(_HEADS).all()
-    finally:
-        engine.dispose()
-    pending = []
-    for row in rows:
-        event = log_pb2.Event()
-        event.ParseFromString(row.event)
-        if event.deadline_ms > 0:
-            pending.append(Deadline(event.deadline_ms, row.game_id, event.seq))
-    return pending
-
-
-def sqlite_or_postgres(url: str) -> bool:
-    """Whether :func:`store_deadlines` can read ``url``."""
-    return make_url(url).get_backend_name() in ("sqlite", "postgresql")
+    """The deadlines pending in the event store at ``url``: each game's last event's (a
+    finished match's last event carries none)."""
+    return [
+        Deadline(head.event.deadline_ms, head.game_id, head.event.seq)
+        for head in store_heads(url) if head.event.deadline_ms > 0
+    ]
 
 
 class TurnTimers:
@@ -154,12 +130,13 @@ class TurnTimers:
             while self._heap and self._heap[0][0] <= now:
                 _, deadline = heapq.heappop(self._heap)
                 if self.pending.get(deadline.game_id) == deadline:
-                    await self._fire(deadline)
+                    await self.fire(deadline)
             delay = (self._heap[0][0] - now) / 1000 if self._heap else 3600.0
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), max(delay, 0.001))
 
-    async def _fire(self, deadline: Deadline) -> None:
+    async def fire(self, deadline: Deadline) -> None:
+        """Play the bot move of ``deadline`` unless the game moved on (errors are logged)."""
         try:
             public = await self.api.view(deadline.game_id, None)
             seat = public.turn

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from services.cli import sim, verify
+from services.cli import serve, sim, verify
 
 app = typer.Typer(
     name="dast",
@@ -14,6 +14,8 @@ app = typer.Typer(
 )
 app.add_typer(sim.app, name="sim")
 app.command("verify")(verify.verify)
+app.command("serve")(serve.serve)
+app.command("token")(serve.token)
 
 
 def main() -> None:

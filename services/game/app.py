@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import grpc
-from dast.v1 import game_pb2, game_pb2_grpc
 
+from dast.v1 import game_pb2, game_pb2_grpc
 from services.game.repository import GameRepository
 from services.game.service import GameService, wall_clock_ms
 from services.platform.bus import Bus
@@ -29,8 +29,7 @@ def mount_game_service(
 
     ``notify`` wakes the relay after each append (so events reach the bus at once).
     """
-    service = GameService(
-        GameRepository(store), bus, notify, metrics or game_metrics(), clock=clock
-    )
+    repository = GameRepository(store)
+    service = GameService(repository, bus, notify, metrics or game_metrics(), clock=clock)
     game_pb2_grpc.add_GameServiceServicer_to_server(service, server)
     return service

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
-from dast.v1 import log_pb2
 from google.protobuf.message import Message
 
+from dast.v1 import log_pb2
 from engine.core.chain import chain_entries
 from engine.core.errors import RuleViolation
 from services.game.repository import GameRepository, GameSnapshot

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from dast.v1 import common_pb2, log_pb2
-
 from engine.core.chain import GENESIS_HASH
 from engine.core.protocol import Game
 from engine.registry import GAMES, game_of_event

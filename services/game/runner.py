@@ -11,10 +11,10 @@ import asyncio
 import contextlib
 import signal
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 import grpc
 import structlog
@@ -41,17 +41,67 @@ class Shared:
     notify: Callable[[], None]
 
 
-Mount = Callable[[grpc.aio.Server, Shared], str]
-"""Adds a service to the server; returns its full gRPC service name."""
+KNOWN_SERVICES: Final = ("game", "lobby", "bot")
+"""What ``--services`` may name ("all" = every one). ``lobby`` and ``bot`` run in the play
+stack of :mod:`services.bot.stack`, which always carries the game service beside them
+(the lobby starts matches in it; bots and turn timers are its clients)."""
 
 
-def _mount_game(server: grpc.aio.Server, shared: Shared) -> str:
-    mount_game_service(server, shared.store, shared.bus, shared.notify)
-    return str(GAME_SERVICE_NAME)
+class Component(Protocol):
+    """Services added to the server, with background work once it listens."""
+
+    def mount(self, server: grpc.aio.Server) -> list[str]: ...
+
+    async def start(self, target: str) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
-MOUNTS: Final[dict[str, Mount]] = {"game": _mount_game}
-"""The services ``--services`` may name."""
+@dataclass
+class GameOnly:
+    """Just the game service."""
+
+    shared: Shared
+
+    def mount(self, server: grpc.aio.Server) -> list[str]:
+        shared = self.shared
+        mount_game_service(server, shared.store, shared.bus, shared.notify)
+        return [str(GAME_SERVICE_NAME)]
+
+    async def start(self, target: str) -> None:
+        """Nothing runs in the background."""
+
+    async def stop(self) -> None:
+        """Nothing to stop."""
+
+
+def play_stack(shared: Shared, names: list[str]) -> Component:
+    """The lobby, game, bot and timer services (:class:`services.bot.stack.PlayStack`)."""
+    from services.bot.stack import PlayStack, StackOptions
+    from services.lobby.store import LobbyStore
+
+    settings = shared.settings
+    with_bots = "bot" in names
+    lobby_store = LobbyStore.open(settings.store_url())
+    stack = PlayStack(
+        settings.jwt_secret, shared.store, shared.bus, lobby_store,
+        StackOptions(bots=with_bots, timers=with_bots, presence=with_bots,
+                     token_ttl_seconds=settings.token_ttl_seconds),
+        restore_url=settings.store_url(),
+    )
+
+    class Play:
+        def mount(self, server: grpc.aio.Server) -> list[str]:
+            return stack.mount(server, shared.notify)
+
+        async def start(self, target: str) -> None:
+            await stack.start(target)
+
+        async def stop(self) -> None:
+            await stack.stop()
+            await asyncio.to_thread(lobby_store.close)
+
+    return Play()
 
 
 def parse_services(text: str) -> list[str]:
@@ -61,16 +111,20 @@ def parse_services(text: str) -> list[str]:
     """
     names = [name.strip() for name in text.split(",") if name.strip()]
     if names == ["all"]:
-        return list(MOUNTS)
-    unknown = sorted(set(names) - set(MOUNTS))
+        return list(KNOWN_SERVICES)
+    unknown = sorted(set(names) - set(KNOWN_SERVICES))
     if unknown or not names:
-        raise ValueError(f"unknown services {unknown}; known: {', '.join(MOUNTS)}")
+        raise ValueError(f"unknown services {unknown}; known: all, {', '.join(KNOWN_SERVICES)}")
     return names
 
 
+def _loopback(listen: str) -> str:
+    host = listen.rpartition(":")[0]
+    return "127.0.0.1" if host in ("0.0.0.0", "[::]", "") else host
+
+
 def _banner(settings: Settings, names: list[str], port: int) -> str:
-    host = settings.listen.rpartition(":")[0] or "127.0.0.1"
-    host = "127.0.0.1" if host in ("0.0.0.0", "[::]", "") else host
+    host = _loopback(settings.listen)
     store = settings.database_url or settings.store_url()
     bus = settings.nats_url or "in-process"
     lines = [
@@ -110,11 +164,12 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     relay = Relay(store, bus)
     relay_task = asyncio.create_task(relay.run(), name="relay")
     shared = Shared(settings, store, bus, relay.notify)
+    component = GameOnly(shared) if names == ["game"] else play_stack(shared, names)
     server = make_server(settings.jwt_secret, max_message_bytes=settings.max_message_bytes)
-    service_names = [MOUNTS[name](server, shared) for name in names]
-    await add_health_and_reflection(server, service_names)
+    await add_health_and_reflection(server, component.mount(server))
     port = bind(server, settings.listen)
     await server.start()
+    await component.start(f"{_loopback(settings.listen)}:{port}")
     if settings.metrics_port:
         serve_metrics(settings.metrics_port, settings.metrics_host)
     print(_banner(settings, names, port), flush=True)
@@ -130,6 +185,7 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     finally:
         log.info("stopping")
         await server.stop(grace=2.0)
+        await component.stop()
         relay_task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await relay_task

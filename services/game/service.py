@@ -17,9 +17,9 @@ from typing import Final, NoReturn
 
 import grpc
 import structlog
-from dast.v1 import game_pb2, game_pb2_grpc, log_pb2
 from google.protobuf.message import Message
 
+from dast.v1 import game_pb2, game_pb2_grpc, log_pb2
 from engine.core.chain import chain_entries
 from engine.core.errors import RuleViolation
 from engine.core.fairness import SERVER_SEED_BYTES, commit
@@ -30,7 +30,7 @@ from services.game.repository import GameRepository, GameSnapshot
 from services.game.streams import log_after
 from services.platform.auth import Identity, Role, current_identity
 from services.platform.bus import Bus
-from services.platform.errors import Reason, ServiceError, abort_with
+from services.platform.errors import Reason, ServiceError, abort_with, status_of
 from services.platform.metrics import GameMetrics
 from services.platform.store import GameExists, GameNotFound, StoreError
 
@@ -82,6 +82,15 @@ def viewer_seat(snapshot: GameSnapshot, identity: Identity, requested: int | Non
             f"player {identity.player_id} may not see seat {requested}",
         )
     return own
+
+
+def _known(exc: Exception, game_id: str) -> Exception:
+    """``exc``, with the store's GameNotFound as the NOT_FOUND it means to clients."""
+    if isinstance(exc, GameNotFound):
+        return ServiceError(
+            grpc.StatusCode.NOT_FOUND, Reason.GAME_NOT_FOUND, f"no game {game_id[:64]!r}"
+        )
+    return exc
 
 
 class GameService(game_pb2_grpc.GameServiceServicer):
@@ -192,7 +201,10 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             _log.debug("command", game_id=game_id, seq=outcome.snapshot.seq, outcome=result)
             return reply
         except Exception as exc:
-            self.metrics.commands.labels(label, type(exc).__name__).inc()
+            code, reason, _ = status_of(_known(exc, request.game_id))
+            self.metrics.commands.labels(label, code.name.lower()).inc()
+            _log.info("command_refused", game_id=request.game_id[:64],
+                      expected_seq=request.expected_seq, status=code.name, reason=reason)
             await self._fail(context, exc, request.game_id)
         finally:
             self.metrics.command_seconds.labels(label).observe(time.perf_counter() - started)
@@ -265,11 +277,8 @@ class GameService(game_pb2_grpc.GameServiceServicer):
     async def _fail(
         self, context: grpc.aio.ServicerContext, exc: Exception, game_id: str
     ) -> NoReturn:
-        if isinstance(exc, GameNotFound):
-            exc = ServiceError(
-                grpc.StatusCode.NOT_FOUND, Reason.GAME_NOT_FOUND, f"no game {game_id}"
-            )
-        elif isinstance(exc, StoreError) and not isinstance(exc, RuleViolation):
+        exc = _known(exc, game_id)
+        if isinstance(exc, StoreError) and not isinstance(exc, RuleViolation):
             _log.warning("store_error", game_id=game_id, error=str(exc))
         elif not isinstance(exc, ServiceError | RuleViolation):
             _log.exception("internal_error", game_id=game_id)

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Final
 
 from dast.v1 import log_pb2
-
 from engine.core.protocol import Game
 from services.platform.bus import Bus, LiveStream
 from services.platform.store import EventStore

@@ -245,15 +245,22 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
         starting: Callable[[lobby_pb2.Table, str, str], tables.Change],
     ) -> lobby_pb2.Table:
         loaded = await self.tables.get(table_id)
-        # The game id is derived from the match number, so a retried or concurrent start
-        # creates the game once (ALREADY_EXISTS counts as created).
-        planned = starting(loaded, player, f"{table_id}-{loaded.matches + 1}").table
+        # The game id names the table's version, so a retried start of an unchanged table
+        # creates the game once (ALREADY_EXISTS counts as created), and a table that changed
+        # meanwhile (someone sat down) never gets a game made for its old seats.
+        game_id = f"{table_id}-{loaded.matches + 1}-v{loaded.version}"
+        planned = starting(loaded, player, game_id).table
         await self.games.create(create_game_request(planned))
-        table = await self.tables.apply(
-            table_id,
-            lambda fresh: tables.Change(fresh) if fresh.game_id == planned.game_id
-            else starting(fresh, player, planned.game_id),
-        )
+
+        def commit(fresh: lobby_pb2.Table) -> tables.Change:
+            if fresh.game_id == game_id:
+                return tables.Change(fresh)  # a concurrent start of the same version won
+            if fresh.version != loaded.version:
+                raise ServiceError(grpc.StatusCode.ABORTED, "concurrent_change",
+                                   f"table {table_id} changed while starting; retry")
+            return starting(fresh, player, game_id)
+
+        table = await self.tables.apply(table_id, commit)
         _log.info("game_started", table_id=table_id, game_id=table.game_id)
         return table
 

@@ -148,9 +148,9 @@ def new_table(
 
 
 def seat_of(table: lobby_pb2.Table, player_id: str) -> int | None:
-    """The seat ``player_id`` holds at the table (not counting seats they left)."""
+    """The seat ``player_id`` holds at the table (also while a bot stands in for them)."""
     for seat in table.seats:
-        if seat.player_id == player_id and not seat.is_bot and not seat.left:
+        if seat.player_id == player_id and not seat.is_bot:
             return seat.seat
     return None
 
@@ -181,12 +181,13 @@ def _empty_seat(table: lobby_pb2.Table, seat: int | None) -> int:
 
 
 def join(table: lobby_pb2.Table, player_id: str, name: str, seat: int | None) -> Change:
-    """Sit ``player_id`` at ``seat`` (or the first empty seat) of a waiting table.
+    """Sit ``player_id`` at ``seat`` (or the first empty seat) of a waiting table; a player
+    who holds a seat already gets it back if a bot stands in for them.
 
     :raises LobbyError: the table is not waiting, full, or the seat is taken.
     """
     if seat_of(table, player_id) is not None:
-        return Change(table)
+        return give_back(table, player_id)
     _require_waiting(table)
     chosen = _empty_seat(table, seat)
     changed = _copy(table)
@@ -249,12 +250,17 @@ def leave(table: lobby_pb2.Table, player_id: str) -> Change:
     own = seat_of(table, player_id)
     if own is None:
         raise _precondition("not_seated", f"{player_id} is not at table {table.table_id}")
+    if table.seats[own].left:
+        return Change(table)
     changed = _copy(table)
     updates = [Update(Kind.TABLE_UPDATE_KIND_PLAYER_LEFT, own, player_id)]
     if table.status == lobby_pb2.TABLE_STATUS_PLAYING:
+        # rules/hokm.md "What the app adds": a bot plays so the partner is not left alone;
+        # the player may come back (JoinTable, or subscribing to the game again).
         changed.seats[own].left = True
-        changed.seats[own].taken_over_by_bot = True
-        updates.append(Update(Kind.TABLE_UPDATE_KIND_SEAT_TAKEN_OVER_BY_BOT, own, player_id))
+        if not changed.seats[own].taken_over_by_bot:
+            changed.seats[own].taken_over_by_bot = True
+            updates.append(Update(Kind.TABLE_UPDATE_KIND_SEAT_TAKEN_OVER_BY_BOT, own, player_id))
         return Change(changed, updates)
     changed.seats[own].Clear()
     changed.seats[own].seat = own
@@ -295,7 +301,8 @@ def rematch(table: lobby_pb2.Table, player_id: str, game_id: str) -> Change:
 
     :raises LobbyError: the caller is not seated or the match is not over.
     """
-    if seat_of(table, player_id) is None:
+    own = seat_of(table, player_id)
+    if own is None or table.seats[own].left:
         raise _precondition("not_seated", f"{player_id} is not at table {table.table_id}")
     if table.status != lobby_pb2.TABLE_STATUS_FINISHED:
         raise _precondition("game_not_over", f"table {table.table_id} has no finished match")
@@ -341,12 +348,16 @@ def take_over(table: lobby_pb2.Table, seats: Iterable[int]) -> Change:
 
 
 def give_back(table: lobby_pb2.Table, player_id: str) -> Change:
-    """``player_id`` is back (subscribed again): the bot hands their seat back."""
+    """``player_id`` is back (subscribed again, or joined again after leaving): the bot
+    hands their seat back (rules/hokm.md "What the app adds")."""
     changed = _copy(table)
     updates = []
+    if table.status != lobby_pb2.TABLE_STATUS_PLAYING:
+        return Change(table)
     for seat in changed.seats:
-        if seat.player_id == player_id and seat.taken_over_by_bot and not seat.left:
+        if seat.player_id == player_id and not seat.is_bot and seat.taken_over_by_bot:
             seat.taken_over_by_bot = False
+            seat.left = False
             updates.append(Update(Kind.TABLE_UPDATE_KIND_SEAT_RETURNED, seat.seat, player_id))
     return Change(changed if updates else table, updates)
 

@@ -75,6 +75,17 @@ def check_token(kind: str, value: str) -> str:
     return value
 
 
+def raise_if_cancelling() -> None:
+    """Raise CancelledError if the current task has a pending cancel.
+
+    Transports (nats-py) wait with ``asyncio.wait_for``, which on Python 3.11 can swallow a
+    cancel that lands just as the reply arrives; loops call this so that they still stop.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 class LiveStream:
     """A game's new events, in seq order and without repeats (an ``AsyncIterator``).
 
@@ -194,16 +205,18 @@ class InProcessBus:
     def __init__(self, *, dedup_window_seconds: float = DEDUP_WINDOW_SECONDS) -> None:
         self._dedup = _Deduplicator(dedup_window_seconds)
         self._live: dict[str, weakref.WeakSet[LiveStream]] = {}
-        self._groups: dict[str, asyncio.Queue[Published]] = {}
-        self._ephemeral: weakref.WeakSet[asyncio.Queue[Published]] = weakref.WeakSet()
+        self._groups: dict[str, asyncio.Queue[Published | None]] = {}
+        self._ephemeral: weakref.WeakSet[asyncio.Queue[Published | None]] = weakref.WeakSet()
         self._closed = False
 
     async def start(self) -> None:
         """Nothing to connect."""
 
     async def close(self) -> None:
-        """End every open live stream."""
+        """End every open live stream and consumer."""
         self._closed = True
+        for queue in [*self._groups.values(), *self._ephemeral]:
+            queue.put_nowait(None)
         for streams in list(self._live.values()):
             for stream in list(streams):
                 await stream.aclose()
@@ -241,16 +254,17 @@ class InProcessBus:
     def all_events(self, durable: str | None = None) -> AsyncIterator[Published]:
         """See :meth:`Bus.all_events` (registered on return, before the first ``__anext__``)."""
         if durable is None:
-            queue: asyncio.Queue[Published] = asyncio.Queue()
+            queue: asyncio.Queue[Published | None] = asyncio.Queue()
             self._ephemeral.add(queue)
         else:
             queue = self._groups.setdefault(durable, asyncio.Queue())
         return self._drain(queue)
 
     @staticmethod
-    async def _drain(queue: asyncio.Queue[Published]) -> AsyncIterator[Published]:
-        while True:
-            yield await queue.get()
+    async def _drain(queue: asyncio.Queue[Published | None]) -> AsyncIterator[Published]:
+        while (published := await queue.get()) is not None:
+            yield published
+        queue.put_nowait(None)  # other consumers of a durable group end too
 
 
 def open_bus(nats_url: str | None, **nats_options: object) -> Bus:

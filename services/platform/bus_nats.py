@@ -47,6 +47,7 @@ from services.platform.bus import (
     Published,
     check_token,
     message_id,
+    raise_if_cancelling,
 )
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,7 @@ class NatsBus:
         self._connect_wait = connect_wait_seconds
         self._last_error_log = -1e9
         self._ready = asyncio.Event()
+        self._closed = False
         self._connector: asyncio.Task[None] | None = None
 
     @property
@@ -185,7 +187,8 @@ class NatsBus:
         await ensure_stream(self._jetstream, self._stream_config())
 
     async def close(self) -> None:
-        """End live streams and close the connection."""
+        """End live streams and consumers, and close the connection."""
+        self._closed = True
         if self._connector is not None:
             self._connector.cancel()
             with contextlib.suppress(BaseException):
@@ -310,7 +313,8 @@ class NatsBus:
         subscription: JetStreamContext.PullSubscription | None = None
         backoff = 0.1
         try:
-            while True:
+            while not self._closed:
+                raise_if_cancelling()
                 await self._ready.wait()  # consumers wait out an outage at startup
                 try:
                     if subscription is None:

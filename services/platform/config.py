@@ -33,8 +33,8 @@ class Settings(BaseSettings):
     metrics_port: int = 0
     """Port of the Prometheus HTTP endpoint; 0: no endpoint."""
     metrics_host: str = "127.0.0.1"
-    services: str = "game"
-    """Comma-separated services this process runs."""
+    services: str = "all"
+    """Comma-separated services this process runs: all, or some of game, lobby, bot."""
     max_message_bytes: int = Field(default=64 * 1024, ge=1024)
     """Largest request accepted; bigger ones get RESOURCE_EXHAUSTED."""
     log_level: str = "info"
@@ -45,7 +45,7 @@ class Settings(BaseSettings):
         """The event store URL, defaulting to a SQLite file under the data dir."""
         if self.database_url:
             return self.database_url
-        return f"sqlite:///{(self.data_dir / 'dast.sqlite3').resolve()}"
+        return f"sqlite:///{(self.data_dir / 'dast.db').resolve()}"
 
     def uses_dev_secret(self) -> bool:
         """Whether the JWT secret is the public development one."""

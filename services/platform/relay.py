@@ -11,10 +11,9 @@ resend; the bus drops the resend by its ``Nats-Msg-Id``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
-from services.platform.bus import Bus, game_type_name
+from services.platform.bus import Bus, game_type_name, raise_if_cancelling
 from services.platform.store import OutboxStore, Unrelayed
 
 log = logging.getLogger(__name__)
@@ -61,6 +60,7 @@ class Relay:
         """Relay until cancelled."""
         backoff = self._min_backoff
         while True:
+            raise_if_cancelling()  # a cancel swallowed inside the bus still stops the relay
             self._wake.clear()
             try:
                 relayed = await self.relay_once()
@@ -73,8 +73,15 @@ class Relay:
             backoff = self._min_backoff
             if relayed:
                 continue  # there may be more behind what one pass claims
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._poll)
+            await self._wait_for_wake()
+
+    async def _wait_for_wake(self) -> None:
+        """Sleep until :meth:`notify` or ``poll_seconds`` (asyncio.wait never eats a cancel)."""
+        waiter = asyncio.ensure_future(self._wake.wait())
+        try:
+            await asyncio.wait({waiter}, timeout=self._poll)
+        finally:
+            waiter.cancel()
 
     async def relay_once(self) -> int:
         """Claim, publish and mark one batch; return the number of events published.

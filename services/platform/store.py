@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from dast.v1 import log_pb2
-
 from engine.core.chain import GENESIS_HASH, chain_hash
 
 LogEntry = log_pb2.LogEntry

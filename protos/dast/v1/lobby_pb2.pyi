@@ -150,7 +150,9 @@ class Seat(google.protobuf.message.Message):
     taken_over_by_bot: builtins.bool
     """A bot plays for the seated player (they left, or their stream was gone too long)."""
     left: builtins.bool
-    """The player left the table during the match (they do not get the seat back)."""
+    """The player left the table during the match (a bot plays; a rematch seats a bot here
+    unless the player came back first).
+    """
     def __init__(
         self,
         *,

@@ -128,7 +128,8 @@ class LobbyServiceServicer:
 
     def JoinTable(self, request, context):
         """Sit at a table (by id, or a private table by its invite code), at `seat` or the first
-        empty one. Joining a table the caller sits at already returns it unchanged.
+        empty one. Joining a table the caller sits at already returns it, and during the match
+        gives back the seat a bot took over (TABLE_UPDATE_KIND_SEAT_RETURNED).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -136,7 +137,8 @@ class LobbyServiceServicer:
 
     def LeaveTable(self, request, context):
         """Stand up. Before the match: the seat empties (the host leaving hands the table to the
-        next seated player, or closes an empty table). During the match: a bot takes the seat.
+        next seated player, or closes an empty table). During the match: a bot takes the seat
+        until the player comes back (JoinTable, or subscribing to the game again).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -173,7 +175,8 @@ class LobbyServiceServicer:
 
     def Rematch(self, request, context):
         """After the match: a new match at the same table with the same seats (players who left
-        are replaced by bots). Any seated player may ask; the first one wins.
+        are replaced by bots). Any seated player may ask; the first one wins, and the others
+        get FAILED_PRECONDITION (the table is playing again).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -351,12 +351,14 @@ class LobbyServiceStub(typing.Generic[_LobbyServiceSignInGuestType, _LobbyServic
 
     JoinTable: _LobbyServiceJoinTableType
     """Sit at a table (by id, or a private table by its invite code), at `seat` or the first
-    empty one. Joining a table the caller sits at already returns it unchanged.
+    empty one. Joining a table the caller sits at already returns it, and during the match
+    gives back the seat a bot took over (TABLE_UPDATE_KIND_SEAT_RETURNED).
     """
 
     LeaveTable: _LobbyServiceLeaveTableType
     """Stand up. Before the match: the seat empties (the host leaving hands the table to the
-    next seated player, or closes an empty table). During the match: a bot takes the seat.
+    next seated player, or closes an empty table). During the match: a bot takes the seat
+    until the player comes back (JoinTable, or subscribing to the game again).
     """
 
     ChooseSeat: _LobbyServiceChooseSeatType
@@ -375,7 +377,8 @@ class LobbyServiceStub(typing.Generic[_LobbyServiceSignInGuestType, _LobbyServic
 
     Rematch: _LobbyServiceRematchType
     """After the match: a new match at the same table with the same seats (players who left
-    are replaced by bots). Any seated player may ask; the first one wins.
+    are replaced by bots). Any seated player may ask; the first one wins, and the others
+    get FAILED_PRECONDITION (the table is playing again).
     """
 
     WatchTable: _LobbyServiceWatchTableType
@@ -471,7 +474,8 @@ class LobbyServiceServicer(metaclass=abc.ABCMeta):
         context: _ServicerContext,
     ) -> typing.Union[dast.v1.lobby_pb2.Table, collections.abc.Awaitable[dast.v1.lobby_pb2.Table]]:
         """Sit at a table (by id, or a private table by its invite code), at `seat` or the first
-        empty one. Joining a table the caller sits at already returns it unchanged.
+        empty one. Joining a table the caller sits at already returns it, and during the match
+        gives back the seat a bot took over (TABLE_UPDATE_KIND_SEAT_RETURNED).
         """
 
     @abc.abstractmethod
@@ -481,7 +485,8 @@ class LobbyServiceServicer(metaclass=abc.ABCMeta):
         context: _ServicerContext,
     ) -> typing.Union[dast.v1.lobby_pb2.Table, collections.abc.Awaitable[dast.v1.lobby_pb2.Table]]:
         """Stand up. Before the match: the seat empties (the host leaving hands the table to the
-        next seated player, or closes an empty table). During the match: a bot takes the seat.
+        next seated player, or closes an empty table). During the match: a bot takes the seat
+        until the player comes back (JoinTable, or subscribing to the game again).
         """
 
     @abc.abstractmethod
@@ -525,7 +530,8 @@ class LobbyServiceServicer(metaclass=abc.ABCMeta):
         context: _ServicerContext,
     ) -> typing.Union[dast.v1.lobby_pb2.Table, collections.abc.Awaitable[dast.v1.lobby_pb2.Table]]:
         """After the match: a new match at the same table with the same seats (players who left
-        are replaced by bots). Any seated player may ask; the first one wins.
+        are replaced by bots). Any seated player may ask; the first one wins, and the others
+        get FAILED_PRECONDITION (the table is playing again).
         """
 
     @abc.abstractmethod

@@ -1,14 +1,12 @@
-"""Fixtures of the game-service tests: an in-process server and PostgreSQL/NATS URLs."""
+"""Fixtures of the game-service tests: an in-process server. PostgreSQL and NATS come from
+tests/conftest.py (``database_url``, ``nats_url``: fail under CI=true when unreachable)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from urllib.parse import urlparse
 
 import grpc
 import pytest
@@ -23,9 +21,6 @@ from services.platform.relay import Relay
 from services.platform.server import add_health_and_reflection, bind, make_server
 from services.platform.store import MemoryEventStore
 from tests.services.game.helpers import SECRET, GameClient
-
-DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
-DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
 
 @dataclass
@@ -65,35 +60,3 @@ async def embedded() -> AsyncIterator[Embedded]:
         with contextlib.suppress(asyncio.CancelledError):
             await relay_task
         await bus.close()
-
-
-def _reachable(url: str, default_port: int) -> bool:
-    parsed = urlparse(url)
-    try:
-        with socket.create_connection((parsed.hostname or "127.0.0.1",
-                                       parsed.port or default_port), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
-def _service_url(variable: str, default: str, port: int) -> str:
-    url = os.environ.get(variable, default)
-    if not _reachable(url, port):
-        message = f"{variable}: nothing listens at {url}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return url
-
-
-@pytest.fixture(scope="session")
-def pg_url() -> str:
-    """PostgreSQL of the tests (fails under CI=true when unreachable, else skips)."""
-    return _service_url("DAST_TEST_DATABASE_URL", DEFAULT_DATABASE_URL, 5432)
-
-
-@pytest.fixture(scope="session")
-def nats_url() -> str:
-    """NATS with JetStream of the tests (fails under CI=true when unreachable, else skips)."""
-    return _service_url("DAST_TEST_NATS_URL", DEFAULT_NATS_URL, 4222)

@@ -117,7 +117,7 @@ async def next_move(
     """The seat to act, its move (from its own GetView) and the seq it saw; None when over."""
     public = await clients[0].view(game_id)
     seen = getattr(public, public.WhichOneof("view") or "hokm")
-    if seen.phase == hokm_pb2.HOKM_PHASE_MATCH_OVER or not seen.has_turn:
+    if not seen.has_turn:  # the match is over (the rules never wait for nobody)
         return None
     seat = seen.turn
     own = await clients[seat].view(game_id)
@@ -162,6 +162,7 @@ def start_server(env_overrides: dict[str, str], *, timeout: float = 30.0) -> Ser
         "DAST_LISTEN": "127.0.0.1:0",
         "DAST_JWT_SECRET": SECRET,
         "DAST_LOG_LEVEL": "warning",
+        "DAST_SERVICES": "game",
         **env_overrides,
     }
     process = subprocess.Popen(

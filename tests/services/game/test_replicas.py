@@ -21,7 +21,6 @@ from services.platform.errors import reason_of
 from tests.services.game.helpers import (
     GameClient,
     ServerProcess,
-    choose,
     next_move,
     players,
     start_server,
@@ -36,8 +35,8 @@ class Replicas:
 
 
 @pytest.fixture(scope="module")
-def replicas(pg_url: str, nats_url: str) -> Iterator[Replicas]:
-    env = {"DAST_DATABASE_URL": pg_url, "DAST_NATS_URL": nats_url}
+def replicas(database_url: str, nats_url: str) -> Iterator[Replicas]:
+    env = {"DAST_DATABASE_URL": database_url, "DAST_NATS_URL": nats_url}
     a = start_server(env)
     try:
         b = start_server(env)

@@ -51,9 +51,9 @@ async def collect(client: GameClient, game_id: str, after: int, sink: list[log_p
 
 
 async def test_sigkill_mid_trick_then_restart_finishes_the_same_match(
-    pg_url: str, nats_url: str, embedded: Embedded
+    database_url: str, nats_url: str, embedded: Embedded
 ) -> None:
-    env = {"DAST_DATABASE_URL": pg_url, "DAST_NATS_URL": nats_url}
+    env = {"DAST_DATABASE_URL": database_url, "DAST_NATS_URL": nats_url}
     server = start_server(env)
     commands: list[tuple[int, Any]] = []
     received: list[list[log_pb2.Event]] = [[] for _ in range(4)]

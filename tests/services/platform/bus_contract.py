@@ -130,6 +130,20 @@ class BusContract:
         [published] = await take(events, 1)
         assert published == Published("hand", "table-7", entry)
 
+    async def test_closing_the_bus_ends_consumers_and_live_streams(self, bus: Bus) -> None:
+        events = bus.all_events("closing")
+        live = bus.live("g1")
+
+        async def drain(iterator: AsyncIterator[object]) -> int:
+            return len([item async for item in iterator])
+
+        consumers = [asyncio.create_task(drain(events)), asyncio.create_task(drain(live))]
+        await asyncio.sleep(0.2)  # both are waiting for events now
+        await bus.close()
+        done, _ = await asyncio.wait(consumers, timeout=TIMEOUT)
+        assert done == set(consumers)
+        assert [task.result() for task in consumers] == [0, 0]
+
     async def test_subject_tokens_are_validated(self, bus: Bus) -> None:
         with pytest.raises(ValueError):
             await bus.publish("hokm", "a.b", make_entries(1, 1))

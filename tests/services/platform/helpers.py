@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dast.v1 import log_pb2
-
 from engine.core.chain import GENESIS_HASH, chain_entries
 
 HOKM = 1  # dast.v1.GameType.GAME_TYPE_HOKM

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections
 from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
 
 import pytest
 
@@ -113,3 +114,27 @@ async def _until(condition: collections.abc.Callable[[], bool]) -> None:
             await asyncio.sleep(0.01)
 
     await asyncio.wait_for(wait(), TIMEOUT)
+
+
+async def test_relay_stops_when_cancelled_mid_publish(
+    nats_bus_factory: collections.abc.Callable[..., Any],
+) -> None:
+    # Python 3.11's asyncio.wait_for (inside nats-py) can swallow a cancel that lands as a
+    # publish ack arrives; the relay must stop anyway, or a server shutdown hangs.
+    bus = await nats_bus_factory()
+    store = MemoryEventStore()
+    for attempt in range(15):
+        game_id = f"g{attempt}"
+        log = make_entries(1, 1)
+        store.create_game(game_id, HOKM, log)
+        relay = Relay(store, bus, poll_seconds=0.01)
+        task = asyncio.create_task(relay.run())
+        for _ in range(attempt):
+            more = continue_log(log, 1)
+            store.append(game_id, more, command_id=None)
+            log.extend(more)
+            relay.notify()
+            await asyncio.sleep(0.0005 * attempt)
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=3.0)
+        assert done, f"the relay ignored cancel() on attempt {attempt}"

@@ -1,0 +1,165 @@
+"""Benchmark whole bot-only Hokm matches played through gRPC by the bot service.
+
+Each match is created with GameService.CreateGame (four ``basic`` bot players, the default
+7-point rules) and played to its end by the bot service, which learns whose turn it is from
+the bus and acts through GetView / SubmitCommand like any client. ``--tables`` matches run
+at once; the figure is finished matches per minute.
+
+- ``tables_per_min_embedded``: the embedded backend (SQLite file, in-process bus), one process.
+- ``tables_per_min_pg_nats``: PostgreSQL (``DAST_TEST_DATABASE_URL``, a throwaway schema) and
+  NATS JetStream (``DAST_TEST_NATS_URL``, a throwaway stream); ``null`` with ``pg_nats_error``
+  when either is unreachable.
+
+Run ``python bench/bot_tables.py --json`` for one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2
+from services.bot.stack import StackOptions, running_stack
+from services.platform.auth import Role, mint_token
+from services.platform.bus import Bus
+
+SECRET = "bench-secret-of-the-bot-tables-0123456789abcdef"
+DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
+
+
+async def _matches_ended(bus: Bus, game_ids: set[str], done: asyncio.Event) -> None:
+    from engine import hokm
+
+    left = set(game_ids)
+    async for published in bus.all_events():
+        if published.game_id in left and hokm.revealed_seed(published.entry.event):
+            left.discard(published.game_id)
+            if not left:
+                done.set()
+                return
+
+
+async def _play(address: str, bus: Bus, matches: int, tables: int, target: int) -> float:
+    """Play ``matches`` bot-only matches, ``tables`` at a time; matches per minute."""
+    token = mint_token(SECRET, "bench", Role.SERVICE)
+    metadata = (("authorization", f"Bearer {token}"),)
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = game_pb2_grpc.GameServiceStub(channel)
+        players = [common_pb2.Player(player_id=f"bot:basic:{s}", display_name=f"Bot {s}",
+                                     is_bot=True) for s in range(4)]
+        started = time.perf_counter()
+        finished = 0
+        while finished < matches:
+            batch = {f"bench-{uuid.uuid4().hex[:12]}" for _ in range(min(tables,
+                                                                          matches - finished))}
+            done = asyncio.Event()
+            watcher = asyncio.create_task(_matches_ended(bus, batch, done))
+            await asyncio.sleep(0)  # the watcher subscribes before the first event
+            for game_id in batch:
+                await stub.CreateGame(game_pb2.CreateGameRequest(
+                    game_type=common_pb2.GAME_TYPE_HOKM, game_id=game_id, players=players,
+                    hokm=hokm_pb2.HokmRules(target_score=target),
+                ), metadata=metadata)
+            await asyncio.wait_for(done.wait(), timeout=600)
+            watcher.cancel()
+            with contextlib.suppress(BaseException):
+                await watcher
+            finished += len(batch)
+        elapsed = time.perf_counter() - started
+    return finished / elapsed * 60
+
+
+async def embedded(matches: int, tables: int, target: int) -> float:
+    """Matches per minute on the embedded backend."""
+    with tempfile.TemporaryDirectory() as directory:
+        url = f"sqlite:///{Path(directory) / 'bench.sqlite3'}"
+        options = StackOptions(timers=False, presence=False)
+        async with running_stack(SECRET, store_url=url, options=options) as run:
+            return await _play(run.address, run.stack.bus, matches, tables, target)
+
+
+@contextlib.contextmanager
+def _schema(database_url: str) -> Iterator[str]:
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as db:
+        db.execute(text(f'CREATE SCHEMA "{schema}"'))
+    url = make_url(database_url).update_query_dict({"options": f"-csearch_path={schema}"})
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as db:
+            db.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+async def pg_nats(matches: int, tables: int, target: int) -> float:
+    """Matches per minute on PostgreSQL and NATS JetStream."""
+    database_url = os.environ.get("DAST_TEST_DATABASE_URL", DEFAULT_DATABASE_URL)
+    nats_url = os.environ.get("DAST_TEST_NATS_URL", DEFAULT_NATS_URL)
+    tag = uuid.uuid4().hex[:10]
+    nats_options: dict[str, Any] = {"stream": f"BENCH_{tag}",
+                                    "subject_prefix": f"bench{tag}.events"}
+    with _schema(database_url) as url:
+        options = StackOptions(timers=False, presence=False)
+        try:
+            async with running_stack(SECRET, store_url=url, nats_url=nats_url, options=options,
+                                     **nats_options) as run:
+                return await _play(run.address, run.stack.bus, matches, tables, target)
+        finally:
+            import nats
+
+            with contextlib.suppress(Exception):
+                connection = await nats.connect(nats_url, connect_timeout=2)
+                await connection.jetstream().delete_stream(nats_options["stream"])
+                await connection.close()
+
+
+def main() -> None:
+    """Run both setups and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--matches", type=int, default=16)
+    parser.add_argument("--tables", type=int, default=8, help="matches played at once")
+    parser.add_argument("--target", type=int, default=7, help="points to win a match")
+    args = parser.parse_args()
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
+    figures: dict[str, Any] = {"matches": args.matches, "tables": args.tables,
+                               "target_score": args.target}
+    figures["tables_per_min_embedded"] = round(
+        asyncio.run(embedded(args.matches, args.tables, args.target)), 1)
+    try:
+        figures["tables_per_min_pg_nats"] = round(
+            asyncio.run(pg_nats(args.matches, args.tables, args.target)), 1)
+    except Exception as error:
+        figures["tables_per_min_pg_nats"] = None
+        figures["pg_nats_error"] = f"{type(error).__name__}: {error}"
+    if args.json:
+        print(json.dumps(figures))
+    else:
+        for key, value in figures.items():
+            print(f"{key}: {value}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,346 @@
+"""``dast play``: a line-based terminal client for a running dast server.
+
+Sign in as a guest, create or join a table (or quick-match), then play Hokm or Hand
+against bots or people. Each event prints one line; when it is your turn the screen shows
+your hand (trump first), the trick or the table melds, scores, the turn timer and who is a
+bot, then a numbered list of your legal moves. At ``play>`` type a number, a card
+(``A♠``, ``AS``), ``a`` to let the basic bot choose, ``?`` for help or ``q`` to quit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import queue
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import grpc
+import typer
+from rich.console import Console
+
+from dast.v1 import common_pb2, hokm_pb2, lobby_pb2
+from engine.core.cards import card_name, parse_card
+from services.bot.policies import SeatView, decide
+from services.cli.play import render
+from services.cli.play.session import STREAM_ENDED, Session
+
+HELP = ("number = that move · card (A♠ or AS) = play it · a = let the basic bot choose · "
+        "r = redraw · q = quit")
+_LEVELS = {"random": 1, "greedy": 2, "basic": 3}
+
+
+@dataclass
+class Options:
+    """What the player asked for on the command line."""
+
+    game: str = "hokm"
+    players: int = 4
+    target: int = 0
+    turn_seconds: int = 0
+    bots: str = "basic"
+    private: bool = False
+    table: str = ""
+    invite: str = ""
+    quick: bool = False
+    start: bool = False
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Client:
+    """The interactive loop over a :class:`Session` (``ask`` and ``say`` are the terminal)."""
+
+    def __init__(self, session: Session, ask: Callable[[str], str],
+                 say: Callable[[str], None]) -> None:
+        self.session = session
+        self.ask = ask
+        self.say = say
+
+    # ---- the lobby ----
+    def settings(self, options: Options) -> lobby_pb2.TableSettings:
+        """The table settings of ``options``."""
+        settings = lobby_pb2.TableSettings(
+            target_score=options.target, turn_seconds=options.turn_seconds,
+            private=options.private, bot_level=_LEVELS.get(options.bots, 3),  # type: ignore[arg-type]
+        )
+        if options.game == "hand":
+            settings.game_type = common_pb2.GAME_TYPE_HAND
+            settings.hand.players = options.players
+            settings.hand.partnerships = options.players == 4
+        else:
+            settings.game_type = common_pb2.GAME_TYPE_HOKM
+            variants = {4: 1, 3: 2, 2: 3}
+            settings.hokm.variant = variants.get(options.players, 1)  # type: ignore[assignment]
+        return settings
+
+    def table(self, options: Options) -> lobby_pb2.Table:
+        """Join, quick-match or create the table and wait until its match starts."""
+        call = self.session.call
+        if options.invite or options.table:
+            table = call("JoinTable", lobby_pb2.JoinTableRequest(
+                table_id=options.table, invite_code=options.invite))
+        elif options.quick:
+            settings = self.settings(options)
+            table = call("QuickMatch", lobby_pb2.QuickMatchRequest(
+                game_type=settings.game_type, hokm_variant=settings.hokm.variant,
+                hand_players=settings.hand.players))
+        else:
+            table = call("CreateTable", lobby_pb2.CreateTableRequest(
+                settings=self.settings(options)))
+        assert isinstance(table, lobby_pb2.Table)
+        self.show_table(table)
+        if table.status == lobby_pb2.TABLE_STATUS_PLAYING:
+            return table
+        if table.host_id == self.session.player_id:
+            return table if options.start and self.start(table) else self.host(table)
+        return self.wait_for_start(table)
+
+    def show_table(self, table: lobby_pb2.Table) -> None:
+        """Print the table's id, invite code and seats."""
+        code = f" · invite code {table.invite_code}" if table.invite_code else ""
+        self.say(f"Table {table.table_id}{code}")
+        for seat in table.seats:
+            who = seat.display_name or "(empty)"
+            self.say(f"  seat {seat.seat}: {who}{' [bot]' if seat.is_bot else ''}")
+
+    def start(self, table: lobby_pb2.Table) -> bool:
+        """Start the match (empty seats get bots)."""
+        started = self.session.call("StartGame", lobby_pb2.StartGameRequest(
+            table_id=table.table_id))
+        table.CopyFrom(started)
+        return True
+
+    def host(self, table: lobby_pb2.Table) -> lobby_pb2.Table:
+        """The host's lobby prompt: ``start``, ``bot SEAT [LEVEL]``, ``seat N``, ``show``."""
+        self.say("Commands: start · bot SEAT [random|greedy|basic] · seat N · show · quit")
+        while True:
+            words = self.ask("lobby> ").split()
+            try:
+                if not words or words[0] == "show":
+                    table = self.session.call("GetTable", lobby_pb2.GetTableRequest(
+                        table_id=table.table_id))
+                    self.show_table(table)
+                elif words[0] == "start":
+                    self.start(table)
+                    return table
+                elif words[0] == "bot" and len(words) >= 2:
+                    level = _LEVELS.get(words[2] if len(words) > 2 else "basic", 3)
+                    table = self.session.call("AddBot", lobby_pb2.AddBotRequest(
+                        table_id=table.table_id, seat=int(words[1]), level=level))  # type: ignore[arg-type]
+                    self.show_table(table)
+                elif words[0] == "seat" and len(words) == 2:
+                    table = self.session.call("ChooseSeat", lobby_pb2.ChooseSeatRequest(
+                        table_id=table.table_id, seat=int(words[1])))
+                    self.show_table(table)
+                elif words[0] in ("q", "quit"):
+                    raise typer.Exit(0)
+                else:
+                    self.say("?")
+            except grpc.RpcError as error:
+                self.say(f"refused: {error.details()}")
+            except ValueError:
+                self.say("seat numbers are 0, 1, …")
+
+    def wait_for_start(self, table: lobby_pb2.Table) -> lobby_pb2.Table:
+        """Follow the table until the host starts the match."""
+        self.say("Waiting for the host to start…")
+        updates = self.session.lobby.WatchTable(
+            lobby_pb2.WatchTableRequest(table_id=table.table_id),
+            metadata=self.session.metadata,
+        )
+        for update in updates:
+            if update.table.status == lobby_pb2.TABLE_STATUS_PLAYING:
+                updates.cancel()
+                started: lobby_pb2.Table = update.table
+                return started
+            if update.kind == lobby_pb2.TABLE_UPDATE_KIND_PLAYER_JOINED:
+                self.say(f"{update.player_id} joined seat {update.seat}")
+        raise typer.Exit(1)
+
+    # ---- the match ----
+    def play_match(self, game_id: str) -> None:
+        """Play the match until it is over (or the player quits)."""
+        self.session.follow(game_id)
+        shown_seq = -1
+        last_seq = 0
+        while True:
+            reply = self.session.view(game_id)
+            seat_view = SeatView.of(reply)
+            last_seq = max(last_seq, self._print_events(0.0, last_seq, game_id))
+            if seat_view.is_over:
+                self._print_events(0.5, last_seq, game_id)
+                self.say(self._result(seat_view))
+                return
+            view = seat_view.view
+            if view.has_turn and view.turn == view.seat and view.legal:
+                if reply.seq != shown_seq:
+                    # Print the events that led here before the screen (they may still be on
+                    # their way through the stream).
+                    deadline = time.monotonic() + 0.5
+                    while last_seq < reply.seq and time.monotonic() < deadline:
+                        last_seq = max(last_seq, self._print_events(0.1, last_seq, game_id))
+                    self._screen(game_id, seat_view)
+                    shown_seq = reply.seq
+                self._turn(game_id, seat_view)
+            else:
+                last_seq = max(last_seq, self._print_events(1.0, last_seq, game_id))
+
+    def _print_events(self, wait: float, last_seq: int, game_id: str) -> int:
+        """Print queued events (waiting up to ``wait`` s for the first); the last seq seen."""
+        try:
+            event = self.session.events.get(timeout=wait) if wait else (
+                self.session.events.get_nowait())
+        except queue.Empty:
+            return last_seq
+        while True:
+            if event is STREAM_ENDED:
+                self.session.follow(game_id, last_seq)  # reconnect from where we were
+            else:
+                last_seq = max(last_seq, event.seq)
+                line = render.event_line(event)
+                if line:
+                    self.say(line)
+            try:
+                event = self.session.events.get_nowait()
+            except queue.Empty:
+                return last_seq
+
+    def _screen(self, game_id: str, seat_view: SeatView) -> None:
+        table = self.session.table_of_game(game_id)
+        if isinstance(seat_view.view, hokm_pb2.HokmView):
+            lines = render.hokm_screen(seat_view.view, table, _now_ms())
+        else:
+            lines = render.hand_screen(seat_view.view, table, _now_ms())
+        for line in lines:
+            self.say(line)
+
+    def _turn(self, game_id: str, seat_view: SeatView) -> None:
+        view = seat_view.view
+        legal = list(view.legal)
+        command: Any
+        if isinstance(view, hokm_pb2.HokmView) and legal[0].WhichOneof("kind") == (
+            "set_aside_cards"
+        ):
+            command = self._set_aside(view)
+        else:
+            answer = self.ask("play> ").strip()
+            if answer in ("q", "quit"):
+                raise typer.Exit(0)
+            if answer in ("?", "h", "help"):
+                self.say(HELP)
+                return
+            if answer == "r":
+                self._screen(game_id, seat_view)
+                return
+            command = self._choose(answer, seat_view, game_id)
+            if command is None:
+                self.say(f"not a legal move: {answer!r} ({HELP})")
+                return
+        try:
+            self.session.submit(game_id, seat_view.game, command, seat_view.seq)
+        except grpc.RpcError as error:
+            self.say(f"refused: {error.details()}")
+
+    def _choose(self, answer: str, seat_view: SeatView, game_id: str) -> Any | None:
+        legal = render.ordered_legal(seat_view.view)
+        if answer == "a":
+            return decide(seat_view, "basic", game_id)
+        if answer.isdigit() and 1 <= int(answer) <= len(legal):
+            return legal[int(answer) - 1]
+        if seat_view.game == "hokm":
+            try:
+                card = parse_card(answer.upper().replace("T", "10"))
+            except ValueError:
+                return None
+            for command in legal:
+                if command.WhichOneof("kind") == "play_card" and (
+                    command.play_card.card == card
+                ):
+                    return command
+        return None
+
+    def _set_aside(self, view: hokm_pb2.HokmView) -> hokm_pb2.HokmCommand:
+        hand = render.sorted_hokm_hand(view.hand, view.trump)
+        self.say("Lay 4 cards aside: " + "  ".join(
+            f"{i}) {card_name(c)}" for i, c in enumerate(hand, 1)))
+        while True:
+            words = self.ask("aside> ").split()
+            if words == ["a"]:
+                chosen = sorted(hand, key=lambda c: (c // 13 == view.trump - 1, c % 13))[:4]
+                return hokm_pb2.HokmCommand(set_aside_cards=hokm_pb2.SetAsideCards(cards=chosen))
+            try:
+                picks = {hand[int(w) - 1] for w in words}
+            except (ValueError, IndexError):
+                picks = set()
+            if len(picks) == 4:
+                return hokm_pb2.HokmCommand(
+                    set_aside_cards=hokm_pb2.SetAsideCards(cards=sorted(picks)))
+            self.say("four different numbers from the list, or a")
+
+    def _result(self, seat_view: SeatView) -> str:
+        view = seat_view.view
+        won = view.seat in view.winners
+        figures = view.scores if isinstance(view, hokm_pb2.HokmView) else view.totals
+        return f"Match over: {'you win' if won else 'you lose'} · final {list(figures)}"
+
+
+def _device_id(data_dir: str) -> str:
+    """This machine's guest device id (kept under ``data_dir``)."""
+    path = os.path.join(os.path.expanduser(data_dir), "device-id")
+    if os.path.exists(path):
+        with open(path) as stored:
+            return stored.read().strip()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    device = "cli-" + hashlib.sha256(os.urandom(16)).hexdigest()[:24]
+    with open(path, "w") as stored:
+        stored.write(device)
+    return device
+
+
+def play(
+    server: Annotated[str, typer.Option(help="host:port of the dast server.")] = "127.0.0.1:50051",
+    name: Annotated[str, typer.Option(help="Your display name.")] = "",
+    device: Annotated[str, typer.Option(help="Guest device id (default: kept in ~/.dast).")] = "",
+    game: Annotated[str, typer.Option(help="hokm or hand.")] = "hokm",
+    players: Annotated[int, typer.Option(help="Seats: Hokm 4/3/2, Hand 2-4.")] = 4,
+    target: Annotated[int, typer.Option(help="Hokm points to win: 3, 5, 7 or 10.")] = 0,
+    turn_seconds: Annotated[int, typer.Option(help="15, 30, 45, 60 (0: untimed).")] = 30,
+    bots: Annotated[str, typer.Option(help="Bot level: random, greedy, basic.")] = "basic",
+    private: Annotated[bool, typer.Option(help="Unlisted table joined by invite code.")] = False,
+    table: Annotated[str, typer.Option(help="Join this table id.")] = "",
+    invite: Annotated[str, typer.Option(help="Join the private table of this code.")] = "",
+    quick: Annotated[bool, typer.Option(help="Quick match into a public table.")] = False,
+    start: Annotated[bool, typer.Option(help="Host: start at once (bots fill seats).")] = False,
+) -> None:
+    """Play Hokm or Hand in the terminal against bots or people on a dast server."""
+    console = Console(highlight=False)
+    session = Session(server)
+
+    def say(line: str) -> None:
+        console.print(line, markup=False, highlight=False)
+
+    try:
+        session.sign_in(device or _device_id("~/.dast"), name)
+        say(f"Signed in as {session.display_name} ({session.player_id})")
+        client = Client(session, lambda prompt: console.input(prompt, markup=False), say)
+        options = Options(game, players, target, turn_seconds, bots, private, table, invite,
+                          quick, start)
+        current = client.table(options)
+        while True:
+            client.play_match(current.game_id)
+            if client.ask("rematch? [y/N] ").strip().lower() != "y":
+                break
+            current = session.call("Rematch", lobby_pb2.RematchRequest(
+                table_id=current.table_id))
+    except grpc.RpcError as error:
+        say(f"dast: {error.code().name}: {error.details()}")
+        raise typer.Exit(1) from error
+    except (EOFError, KeyboardInterrupt):
+        raise typer.Exit(0) from None
+    finally:
+        session.close()

@@ -1,0 +1,231 @@
+"""Text of the terminal client: a seat's view, its legal commands, and events as lines.
+
+Pure functions of the protos (no I/O), so the client's screen is testable line by line.
+Cards use the engine's notation (``A♠``, ``10♥``, Hand jokers ``JK1``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from dast.v1 import common_pb2, hand_pb2, hokm_pb2, lobby_pb2, log_pb2
+from engine.core.cards import RANKS_PER_SUIT, SUIT_SYMBOLS, card_name
+from engine.hand.cards import hand_card_name, is_joker, natural_of
+
+SetAside = hokm_pb2.SetAsideCards
+
+
+def suit_name(suit: int) -> str:
+    """The symbol of a proto ``Suit`` (engine suit + 1); ``-`` when unset."""
+    return SUIT_SYMBOLS[suit - 1] if 1 <= suit <= 4 else "-"
+
+
+def sorted_hokm_hand(cards: Sequence[int], trump_suit: int) -> list[int]:
+    """The hand grouped by suit, trump suit first, high cards first within a suit.
+
+    >>> [card_name(c) for c in sorted_hokm_hand([0, 12, 25, 13], 2)]  # trump ♥
+    ['A♥', '2♥', 'A♠', '2♠']
+    """
+    trump = trump_suit - 1
+
+    def key(card: int) -> tuple[bool, int, int]:
+        suit, rank = divmod(card, RANKS_PER_SUIT)
+        return (suit != trump, suit, -rank)
+
+    return sorted(cards, key=key)
+
+
+def sorted_hand_cards(cards: Sequence[int]) -> list[int]:
+    """Hand cards by suit then rank, jokers last."""
+    def key(card: int) -> tuple[int, int]:
+        if is_joker(card):
+            return (9, card)
+        return divmod(natural_of(card), RANKS_PER_SUIT)
+
+    return sorted(cards, key=key)
+
+
+def _name(player: common_pb2.Player, seat: int, me: int, table: lobby_pb2.Table | None) -> str:
+    text = f"{seat} {player.display_name or player.player_id}"
+    if seat == me:
+        text += " (you)"
+    if player.is_bot:
+        text += " [bot]"
+    elif table is not None and seat < len(table.seats) and table.seats[seat].taken_over_by_bot:
+        text += " [bot playing]"
+    return text
+
+
+def seats_line(players: Sequence[common_pb2.Player], me: int,
+               table: lobby_pb2.Table | None) -> str:
+    """Who sits where, marking you and the bots."""
+    return "Seats: " + " · ".join(_name(p, s, me, table) for s, p in enumerate(players))
+
+
+def timer_text(deadline_ms: int, now_ms: int) -> str:
+    """Seconds left of the turn, or an empty string when untimed."""
+    if deadline_ms <= 0:
+        return ""
+    return f" · {max(0, (deadline_ms - now_ms + 999) // 1000)}s left"
+
+
+def hokm_label(command: hokm_pb2.HokmCommand) -> str:
+    """One legal Hokm command as a menu entry."""
+    kind = command.WhichOneof("kind")
+    if kind == "play_card":
+        return card_name(command.play_card.card)
+    if kind == "declare_trump":
+        return f"trump {suit_name(command.declare_trump.suit)}"
+    if kind == "take_pile_card":
+        return f"take pile {'AB'[command.take_pile_card.pile]}"
+    if kind == "set_aside_cards":
+        return "set aside 4 cards"
+    return str(kind)
+
+
+def ordered_legal(view: hokm_pb2.HokmView | hand_pb2.HandView) -> list[Any]:
+    """The legal commands in menu order: Hokm cards as the hand shows them (trump first)."""
+    if not isinstance(view, hokm_pb2.HokmView):
+        return list(view.legal)
+    order = {card: i for i, card in enumerate(sorted_hokm_hand(view.hand, view.trump))}
+
+    def key(command: hokm_pb2.HokmCommand) -> int:
+        if command.WhichOneof("kind") == "play_card":
+            return order.get(command.play_card.card, len(order))
+        return -1
+
+    return sorted(view.legal, key=key)
+
+
+def hokm_screen(view: hokm_pb2.HokmView, table: lobby_pb2.Table | None, now_ms: int
+                ) -> list[str]:
+    """The seat's Hokm screen: seats, trump, scores, tricks, the trick, the hand, legal moves."""
+    rules = view.rules
+    lines = [f"── Hokm · round {view.round} · match to {rules.target_score} ──"]
+    lines.append(seats_line(view.players, view.seat, table))
+    hakem = f"seat {view.hakem}" if view.has_hakem else "-"
+    lines.append(f"Hakem: {hakem} · Trump: {suit_name(view.trump)}")
+    lines.append("Scores: " + " ".join(f"{s}:{v}" for s, v in enumerate(view.scores)))
+    lines.append("Tricks: " + " ".join(f"{s}:{v}" for s, v in enumerate(view.tricks_won)))
+    if view.has_top_a or view.has_top_b:
+        tops = [card_name(view.top_a) if view.has_top_a else "-",
+                card_name(view.top_b) if view.has_top_b else "-"]
+        lines.append(f"Piles: A {tops[0]} · B {tops[1]} · {view.pile_size} left")
+    plays = ", ".join(f"{p.seat} {card_name(p.card)}" for p in view.current_trick.plays)
+    lines.append(f"Trick: {plays or '(empty)'}")
+    hand = sorted_hokm_hand(view.hand, view.trump)
+    lines.append("Your hand: " + " ".join(card_name(c) for c in hand))
+    turn = f"seat {view.turn}" + (" (you)" if view.turn == view.seat else "")
+    if view.has_turn:
+        lines.append(f"Turn: {turn}{timer_text(view.deadline_ms, now_ms)}")
+    if view.legal:
+        lines.append("Legal: " + "  ".join(
+            f"{i}) {hokm_label(c)}" for i, c in enumerate(ordered_legal(view), 1)))
+    return lines
+
+
+def meld_text(cards: Sequence[int]) -> str:
+    """Cards of a meld in order."""
+    return " ".join(hand_card_name(c) for c in cards)
+
+
+def hand_label(command: hand_pb2.HandCommand, view: hand_pb2.HandView) -> str:
+    """One legal Hand command as a menu entry."""
+    kind = command.WhichOneof("kind")
+    if kind == "draw_from_stock":
+        return "draw from stock"
+    if kind == "take_discard":
+        top = hand_card_name(view.discard_pile[-1]) if view.discard_pile else "?"
+        return f"take discard {top}"
+    if kind == "lay_melds":
+        return "lay " + " | ".join(meld_text(m.cards) for m in command.lay_melds.melds)
+    if kind == "lay_off":
+        return f"lay off {hand_card_name(command.lay_off.card)} on meld {command.lay_off.meld_id}"
+    if kind == "retrieve_joker":
+        cards = meld_text(command.retrieve_joker.cards)
+        return f"retrieve joker from meld {command.retrieve_joker.meld_id} with {cards}"
+    if kind == "discard":
+        return f"discard {hand_card_name(command.discard.card)}"
+    return str(kind)
+
+
+def hand_screen(view: hand_pb2.HandView, table: lobby_pb2.Table | None, now_ms: int
+                ) -> list[str]:
+    """The seat's Hand screen: seats, totals, table melds, discard, hand, legal moves."""
+    lines = [f"── Hand · round {view.round} of {view.rules.rounds} · dealer seat {view.dealer} ──"]
+    lines.append(seats_line(view.players, view.seat, table))
+    lines.append("Totals: " + " ".join(f"{s}:{v}" for s, v in enumerate(view.totals)))
+    opened = [str(s) for s, o in enumerate(view.opened) if o]
+    lines.append(f"Opened: {', '.join(opened) or 'nobody'} · stock {view.stock_count}")
+    for meld in view.melds:
+        lines.append(f"Meld {meld.id} (seat {meld.owner}): {meld_text(meld.cards)}")
+    top = hand_card_name(view.discard_pile[-1]) if view.discard_pile else "(empty)"
+    lines.append(f"Discard: {top}")
+    lines.append("Your hand: " + meld_text(sorted_hand_cards(view.hand)))
+    if view.has_turn:
+        turn = f"seat {view.turn}" + (" (you)" if view.turn == view.seat else "")
+        lines.append(f"Turn: {turn}{timer_text(view.deadline_ms, now_ms)}")
+    if view.legal:
+        lines.append("Legal:")
+        lines.extend(
+            f"  {i}) {hand_label(c, view)}" for i, c in enumerate(ordered_legal(view), 1)
+        )
+    return lines
+
+
+def _hokm_event(event: hokm_pb2.HokmEvent) -> str | None:
+    kind = event.WhichOneof("kind")
+    if kind == "hakem_chosen":
+        return f"Hakem: seat {event.hakem_chosen.seat}"
+    if kind == "trump_declared":
+        return f"Trump: {suit_name(event.trump_declared.suit)}"
+    if kind == "card_played":
+        return f"seat {event.card_played.seat} plays {card_name(event.card_played.card)}"
+    if kind == "trick_taken":
+        return f"seat {event.trick_taken.seat} takes trick {event.trick_taken.trick}"
+    if kind == "round_ended":
+        ended = event.round_ended
+        return (f"Round {ended.round} over: winners {list(ended.winners)}, "
+                f"scores {list(ended.scores)}")
+    if kind == "match_ended":
+        return f"Match over: winners {list(event.match_ended.winners)}"
+    if kind == "round_started":
+        return f"Round {event.round_started.round}"
+    return None
+
+
+def _hand_event(event: hand_pb2.HandEvent) -> str | None:
+    kind = event.WhichOneof("kind")
+    if kind == "card_drawn":
+        drawn = event.card_drawn
+        source = "the discard" if drawn.from_discard else "the stock"
+        card = f" {hand_card_name(drawn.card)}" if drawn.HasField("card") else ""
+        return f"seat {drawn.seat} draws{card} from {source}"
+    if kind == "melds_laid":
+        laid = event.melds_laid
+        return f"seat {laid.seat} lays " + " | ".join(meld_text(m.cards) for m in laid.melds)
+    if kind == "card_laid_off":
+        off = event.card_laid_off
+        return f"seat {off.seat} lays off {hand_card_name(off.card)} on meld {off.meld.id}"
+    if kind == "joker_retrieved":
+        return f"seat {event.joker_retrieved.seat} retrieves a joker"
+    if kind == "card_discarded":
+        discarded = event.card_discarded
+        return f"seat {discarded.seat} discards {hand_card_name(discarded.card)}"
+    if kind == "round_ended":
+        return f"Round {event.round_ended.round} over: totals {list(event.round_ended.totals)}"
+    if kind == "match_ended":
+        return f"Match over: winners {list(event.match_ended.winners)}"
+    if kind == "round_started":
+        return f"Round {event.round_started.round}"
+    return None
+
+
+def event_line(event: log_pb2.Event) -> str | None:
+    """One line for a (redacted) event, or None for events not worth a line."""
+    game = event.WhichOneof("game")
+    text = _hokm_event(event.hokm) if game == "hokm" else _hand_event(event.hand)
+    if text is not None and event.automatic:
+        text += " (automatic)"
+    return text

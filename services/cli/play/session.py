@@ -1,0 +1,123 @@
+"""The terminal client's connection: blocking lobby and game calls, and a game stream thread.
+
+The Subscribe stream runs in a daemon thread that puts each event on a queue; keeping it open
+is also what tells the server the player is present (a dropped stream lets a bot take the
+seat after the grace period; subscribing again takes it back).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+
+from dast.v1 import game_pb2, game_pb2_grpc, lobby_pb2, lobby_pb2_grpc, log_pb2
+
+STREAM_ENDED = None
+"""Queued when the game stream ends (the match is over, or the connection dropped)."""
+
+
+@dataclass
+class Session:
+    """A signed-in guest talking to one dast server."""
+
+    target: str
+    player_id: str = ""
+    display_name: str = ""
+    token: str = ""
+    channel: grpc.Channel = field(init=False)
+    lobby: lobby_pb2_grpc.LobbyServiceStub = field(init=False)
+    game: game_pb2_grpc.GameServiceStub = field(init=False)
+    events: queue.Queue[log_pb2.Event | None] = field(default_factory=queue.Queue)
+    _stream: Any = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.channel = grpc.insecure_channel(self.target)
+        self.lobby = lobby_pb2_grpc.LobbyServiceStub(self.channel)
+        self.game = game_pb2_grpc.GameServiceStub(self.channel)
+
+    def sign_in(self, device_id: str, display_name: str) -> None:
+        """Sign in as the device's guest.
+
+        :raises grpc.RpcError: as the lobby answers.
+        """
+        reply = self.lobby.SignInGuest(
+            lobby_pb2.SignInGuestRequest(device_id=device_id, display_name=display_name),
+            timeout=10,
+        )
+        self.player_id, self.display_name, self.token = (
+            reply.player_id, reply.display_name, reply.token,
+        )
+
+    @property
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        """The bearer token metadata of every call."""
+        return (("authorization", f"Bearer {self.token}"),)
+
+    def call(self, method: str, request: Any) -> Any:
+        """Call a lobby or game method by name.
+
+        :raises grpc.RpcError: as the server answers.
+        """
+        stub = self.lobby if hasattr(self.lobby, method) else self.game
+        return getattr(stub, method)(request, metadata=self.metadata, timeout=20)
+
+    def table_of_game(self, game_id: str) -> lobby_pb2.Table | None:
+        """The lobby's table of a match (None when the match has no table)."""
+        try:
+            table: lobby_pb2.Table = self.call(
+                "GetTable", lobby_pb2.GetTableRequest(game_id=game_id)
+            )
+        except grpc.RpcError:
+            return None
+        return table
+
+    def view(self, game_id: str) -> game_pb2.GetViewResponse:
+        """This seat's view."""
+        reply: game_pb2.GetViewResponse = self.call(
+            "GetView", game_pb2.GetViewRequest(game_id=game_id)
+        )
+        return reply
+
+    def submit(self, game_id: str, game: str, command: Any, seq: int) -> None:
+        """Act for this seat at ``seq`` (command id ``<player>:<seq>`` makes retries safe).
+
+        :raises grpc.RpcError: as the game service answers.
+        """
+        request = game_pb2.SubmitCommandRequest(
+            game_id=game_id, command_id=f"{self.player_id}:{seq}", expected_seq=seq
+        )
+        getattr(request, game).CopyFrom(command)
+        self.call("SubmitCommand", request)
+
+    def follow(self, game_id: str, after_seq: int = 0) -> None:
+        """Stream the game's events into :attr:`events` from a daemon thread."""
+        self.unfollow()
+        stream = self.game.Subscribe(
+            game_pb2.SubscribeRequest(game_id=game_id, after_seq=after_seq),
+            metadata=self.metadata,
+        )
+        self._stream = stream
+
+        def pump() -> None:
+            with contextlib.suppress(grpc.RpcError):
+                for reply in stream:
+                    self.events.put(reply.event)
+            self.events.put(STREAM_ENDED)
+
+        threading.Thread(target=pump, name="dast-play-stream", daemon=True).start()
+
+    def unfollow(self) -> None:
+        """Close the game stream, if any."""
+        if self._stream is not None:
+            self._stream.cancel()
+            self._stream = None
+
+    def close(self) -> None:
+        """Close the stream and the channel."""
+        self.unfollow()
+        self.channel.close()

@@ -1,0 +1,75 @@
+"""A bot's input is exactly its seat's view (DESIGN.md "Bots": the same projection the
+seat's player would see, never the full state)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import grpc
+import pytest
+
+from dast.v1 import common_pb2, lobby_pb2
+from engine import hokm
+from services.bot import policies
+from services.bot.client import GrpcGameApi
+from services.bot.policies import SeatView
+from services.bot.seats import PlayerSeats
+from services.bot.service import BotService
+from tests.e2e.helpers import SECRET, Guest, stack
+
+pytestmark = [pytest.mark.usefixtures("open_sign_in"), pytest.mark.timeout(120)]
+
+
+class RecordingApi(GrpcGameApi):
+    """Remembers every seat view the game service returned."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.seat_views: list[tuple[int, SeatView]] = []
+
+    async def view(self, game_id: str, seat: int | None) -> SeatView:
+        reply = await super().view(game_id, seat)
+        if seat is not None:
+            self.seat_views.append((seat, reply))
+        return reply
+
+
+async def test_the_bot_policy_gets_exactly_the_view_getview_returns_for_its_seat(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    inputs: list[Any] = []
+    basic = policies.POLICIES["hokm"]["basic"]
+
+    def recording_policy(view: Any, rng: Any) -> Any:
+        inputs.append(view)
+        return basic(view, rng)
+
+    monkeypatch.setitem(policies.POLICIES["hokm"], "basic", recording_policy)
+    async with stack(bots=False, timers=False) as run, \
+            grpc.aio.insecure_channel(run.address) as channel:
+        api = RecordingApi(channel, SECRET)
+        bots = BotService(api, PlayerSeats())
+        task = asyncio.create_task(bots.run(run.stack.bus))
+        guest = await Guest.sign_in(channel, "device-bot-input")
+        table = await guest.table_with_bots(lobby_pb2.TableSettings(
+            game_type=common_pb2.GAME_TYPE_HOKM, target_score=3,
+        ))
+        bots.kick(table.game_id)
+        await guest.play_to_the_end(table.game_id, level="greedy")  # not recorded
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        events = [e.event for e in await asyncio.to_thread(run.store.load, table.game_id, 0)]
+    assert inputs, "the bots made no move"
+    fetched = {id(seat_view.view): (seat, seat_view) for seat, seat_view in api.seat_views}
+    for view in inputs:
+        # Each policy input is the very message GetView(seat) returned …
+        seat, seat_view = fetched[id(view)]
+        assert view.seat == seat and not view.is_spectator
+        # … and that message is the engine's projection for that seat at that seq.
+        state = hokm.replay(events[: seat_view.seq])
+        assert view == hokm.view(state, seat)
+        # The projection hides the other seats' cards (the full state would not).
+        assert len(view.hand) == view.hand_counts[seat]

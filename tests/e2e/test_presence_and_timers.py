@@ -1,0 +1,148 @@
+"""Presence and turn timers over real gRPC: takeover and return, time-outs, restarts.
+
+rules/hokm.md "What the app adds": "on time-out the seat's bot plays for it"; "a player who
+leaves mid-game is replaced by a bot …; a player who comes back takes the seat back".
+DESIGN.md "Time": the automatic move is an ordinary command marked automatic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+import grpc
+import pytest
+
+from dast.v1 import common_pb2, game_pb2, lobby_pb2, log_pb2
+from tests.e2e.helpers import Guest, stack, wait_for
+
+pytestmark = [pytest.mark.usefixtures("open_sign_in"), pytest.mark.timeout(120)]
+
+HOKM_4 = lobby_pb2.TableSettings(game_type=common_pb2.GAME_TYPE_HOKM, target_score=3)
+
+
+def _automatic_moves_of(events: list[log_pb2.Event], seat: int) -> list[log_pb2.Event]:
+    moves = []
+    for event in events:
+        kind = event.hokm.WhichOneof("kind")
+        played = kind in ("card_played", "trump_declared")
+        if event.automatic and played and getattr(event.hokm, kind).seat == seat:
+            moves.append(event)
+    return moves
+
+
+async def test_a_disconnected_player_is_replaced_by_a_bot_and_gets_the_seat_back() -> None:
+    async with stack(grace_ms=300) as run, grpc.aio.insecure_channel(run.address) as channel:
+        guest = await Guest.sign_in(channel, "device-presence", "Reza")
+        table = await guest.table_with_bots(HOKM_4)
+        game_id = table.game_id
+        updates: list[lobby_pb2.TableUpdate] = []
+
+        async def watch() -> None:
+            stream = guest.lobby.WatchTable(
+                lobby_pb2.WatchTableRequest(table_id=table.table_id), metadata=guest.metadata
+            )
+            async for update in stream:
+                updates.append(update)
+
+        watcher = asyncio.create_task(watch())
+        # The player watches the game, then the connection drops.
+        stream = guest.game.Subscribe(
+            game_pb2.SubscribeRequest(game_id=game_id), metadata=guest.metadata
+        )
+        await anext(aiter(stream))
+        stream.cancel()
+
+        async def taken_over() -> bool:
+            current = await guest.call(
+                "GetTable", lobby_pb2.GetTableRequest(table_id=table.table_id)
+            )
+            return bool(current.seats[0].taken_over_by_bot)
+
+        await wait_for(taken_over, seconds=10)
+        # The bot plays the absent player's seat; its moves are logged as automatic (read from
+        # the store: a player may export only finished logs).
+
+        async def bot_moved_for_player() -> bool:
+            entries = await asyncio.to_thread(run.store.load, game_id, 0)
+            return bool(_automatic_moves_of([e.event for e in entries], 0))
+
+        await wait_for(bot_moved_for_player, seconds=20)
+        # The player comes back: a new stream gives the seat back.
+        back = guest.game.Subscribe(
+            game_pb2.SubscribeRequest(game_id=game_id), metadata=guest.metadata
+        )
+        await anext(aiter(back))
+        await wait_for(lambda: _not(taken_over), seconds=10)
+
+        # From now on nobody moves for the player: the game waits at its turn.
+        async def players_turn() -> bool:
+            view = await guest.view(game_id)
+            return view.turn == 0 or view.is_over
+
+        await wait_for(players_turn, seconds=20)
+        waiting = await guest.view(game_id)
+        await asyncio.sleep(0.6)
+        assert (await guest.view(game_id)).seq == waiting.seq or waiting.is_over
+        back.cancel()
+        kinds = [update.kind for update in updates]
+        assert lobby_pb2.TABLE_UPDATE_KIND_SEAT_TAKEN_OVER_BY_BOT in kinds
+        assert lobby_pb2.TABLE_UPDATE_KIND_SEAT_RETURNED in kinds
+        taken = next(u for u in updates
+                     if u.kind == lobby_pb2.TABLE_UPDATE_KIND_SEAT_TAKEN_OVER_BY_BOT)
+        assert (taken.seat, taken.player_id) == (0, guest.player_id)
+        watcher.cancel()
+        with contextlib.suppress(BaseException):
+            await watcher
+
+
+async def _not(predicate: object) -> bool:
+    return not await predicate()  # type: ignore[operator]
+
+
+async def test_a_turn_that_runs_out_is_played_by_the_bot_and_logged_automatic() -> None:
+    # turn_seconds 15; the timer's shift makes the 15 s run out after ~0.2 s.
+    async with stack(timer_shift_ms=-14_800) as run, \
+            grpc.aio.insecure_channel(run.address) as channel:
+        guest = await Guest.sign_in(channel, "device-timeout")
+        settings = lobby_pb2.TableSettings()
+        settings.CopyFrom(HOKM_4)
+        settings.turn_seconds = 15
+        table = await guest.table_with_bots(settings)
+
+        async def timed_out() -> list[log_pb2.Event]:
+            entries = await asyncio.to_thread(run.store.load, table.game_id, 0)
+            return _automatic_moves_of([e.event for e in entries], 0)
+
+        moves = await wait_for(timed_out, seconds=20)
+        assert moves[0].automatic
+        assert run.stack.timers is not None and run.stack.timers.fired >= 1
+
+
+async def test_a_timer_pending_when_the_service_dies_fires_after_restart(tmp_path: Path) -> None:
+    store_url = f"sqlite:///{tmp_path / 'dast.sqlite3'}"
+    settings = lobby_pb2.TableSettings()
+    settings.CopyFrom(HOKM_4)
+    settings.turn_seconds = 15
+    # First life: the deadline of the player's turn is 15 s away when the process stops.
+    async with stack(store_url=store_url) as run, \
+            grpc.aio.insecure_channel(run.address) as channel:
+        guest = await Guest.sign_in(channel, "device-restart")
+        table = await guest.table_with_bots(settings)
+
+        async def players_turn() -> bool:
+            return (await guest.view(table.game_id)).turn == 0
+
+        await wait_for(players_turn, seconds=20)
+        assert run.stack.timers is not None and table.game_id in run.stack.timers.pending
+        pending_seq = (await guest.view(table.game_id)).seq
+    # Second life, on the same store: the rebuilt timer fires (now past its shifted time).
+    async with stack(store_url=store_url, timer_shift_ms=-15_000) as run:
+        async def fired() -> bool:
+            entries = await asyncio.to_thread(run.store.load, table.game_id, pending_seq)
+            return any(e.event.automatic for e in entries)
+
+        await wait_for(fired, seconds=20)
+        entries = await asyncio.to_thread(run.store.load, table.game_id, pending_seq)
+        assert entries[0].event.automatic  # the very next event is the automatic move

@@ -1,0 +1,81 @@
+"""Table changes (services/lobby/tables.py), pure: seats, start, leaving and coming back.
+
+rules/hokm.md "What the app adds": empty seats get bots when the host starts; a player who
+leaves mid-game is replaced by a bot; a player who comes back takes the seat back.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from dast.v1 import common_pb2, hokm_pb2, lobby_pb2
+from services.lobby import tables
+from services.lobby.tables import LobbyError
+
+Kind = lobby_pb2.TableUpdateKind
+
+
+def _table(variant: int = hokm_pb2.HOKM_VARIANT_FOUR_PLAYERS) -> lobby_pb2.Table:
+    settings = lobby_pb2.TableSettings(game_type=common_pb2.GAME_TYPE_HOKM, target_score=5)
+    settings.hokm.variant = variant  # type: ignore[assignment]
+    return tables.new_table("t", settings, "host", "Host", "code").table
+
+
+def _playing() -> lobby_pb2.Table:
+    joined = tables.join(_table(), "p1", "P1", 2).table
+    return tables.start(joined, "host", "t-1").table
+
+
+def test_a_table_has_the_variants_number_of_seats() -> None:
+    # rules/hokm.md "Three players" / "Two players".
+    assert len(_table(hokm_pb2.HOKM_VARIANT_THREE_PLAYERS).seats) == 3
+    assert len(_table(hokm_pb2.HOKM_VARIANT_TWO_PLAYERS).seats) == 2
+
+
+def test_start_fills_empty_seats_with_bots_of_the_tables_level() -> None:
+    table = _playing()
+    assert [s.is_bot for s in table.seats] == [False, True, False, True]
+    assert table.seats[1].player_id == "bot:basic:1"
+    assert table.status == lobby_pb2.TABLE_STATUS_PLAYING and table.game_id == "t-1"
+    with pytest.raises(LobbyError):
+        tables.start(table, "host", "t-2")  # not waiting any more
+
+
+def test_a_player_who_leaves_mid_game_is_replaced_and_gets_the_seat_back_on_return() -> None:
+    left = tables.leave(_playing(), "p1")
+    assert [u.kind for u in left.updates] == [
+        Kind.TABLE_UPDATE_KIND_PLAYER_LEFT, Kind.TABLE_UPDATE_KIND_SEAT_TAKEN_OVER_BY_BOT]
+    assert left.table.seats[2].taken_over_by_bot and left.table.seats[2].left
+    assert tables.leave(left.table, "p1").updates == []  # leaving twice changes nothing
+    back = tables.join(left.table, "p1", "P1", None)
+    assert [u.kind for u in back.updates] == [Kind.TABLE_UPDATE_KIND_SEAT_RETURNED]
+    assert not back.table.seats[2].taken_over_by_bot and not back.table.seats[2].left
+
+
+def test_presence_takeover_and_return_are_idempotent() -> None:
+    taken = tables.take_over(_playing(), [2])
+    assert [u.seat for u in taken.updates] == [2]
+    assert tables.take_over(taken.table, [2]).updates == []
+    assert tables.take_over(taken.table, [1]).updates == []  # a bot seat is never taken over
+    returned = tables.give_back(taken.table, "p1")
+    assert [u.kind for u in returned.updates] == [Kind.TABLE_UPDATE_KIND_SEAT_RETURNED]
+    assert tables.give_back(returned.table, "p1").updates == []
+
+
+def test_the_host_leaving_before_the_match_hands_the_table_over_or_closes_it() -> None:
+    joined = tables.join(_table(), "p1", "P1", None).table
+    handed = tables.leave(joined, "host").table
+    assert handed.host_id == "p1" and handed.status == lobby_pb2.TABLE_STATUS_WAITING
+    closed = tables.leave(handed, "p1").table
+    assert closed.status == lobby_pb2.TABLE_STATUS_CLOSED
+
+
+def test_rematch_replaces_players_who_left_with_bots() -> None:
+    left = tables.leave(_playing(), "p1").table
+    finished = tables.finish(left, "t-1").table
+    assert finished.status == lobby_pb2.TABLE_STATUS_FINISHED
+    with pytest.raises(LobbyError):
+        tables.rematch(finished, "p1", "t-2")  # p1 left: no longer seated for a rematch
+    again = tables.rematch(finished, "host", "t-2").table
+    assert again.seats[2].is_bot and again.game_id == "t-2" and again.matches == 2
+    assert not any(s.taken_over_by_bot for s in again.seats)
