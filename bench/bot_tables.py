@@ -143,7 +143,8 @@ def main() -> None:
     args = parser.parse_args()
     import structlog
 
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30),
+                        logger_factory=structlog.PrintLoggerFactory(sys.stderr))
     figures: dict[str, Any] = {"matches": args.matches, "tables": args.tables,
                                "target_score": args.target}
     figures["tables_per_min_embedded"] = round(

@@ -6,6 +6,10 @@
   hands, against a table of 4 random melds from the rest of the deck, the seat opened on
   every other hand, milliseconds.
 - ``min_penalty_ms_mean`` / ``_max``: :func:`engine.hand.solver.min_penalty` likewise.
+- ``baseline_best_opening_ms_mean`` / ``_max``: the same hands through
+  :mod:`bench.baselines.plain_meld_search`, a textbook exact search (every meld listed,
+  depth-first with memoization, no bounds), in the same run; ``best_opening_vs_baseline`` is
+  the ratio of the means (the figure to compare across machines, these being noisy).
 - ``meld_rich_*``: the same three over hands built mostly of melds (two jokers, many
   overlapping runs and sets), the solver's hard case.
 - ``decisions_per_s``: random legal play of whole 4-player matches (default rules) through
@@ -20,8 +24,10 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from engine.hand.candidates import candidate_melds
 from engine.hand.cards import DECK_SIZE, JOKERS, hand_card_of
@@ -91,6 +97,14 @@ def bench_best_opening(cases: list[Case]) -> tuple[float, float]:
     return _time(cases, lambda case: best_opening(case[0]))
 
 
+def bench_baseline_best_opening(cases: list[Case]) -> tuple[float, float]:
+    """The plain exact search (bench/baselines) over the cases' hands."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench.baselines.plain_meld_search import best_opening_total
+
+    return _time(cases, lambda case: best_opening_total(case[0]))
+
+
 def bench_can_go_out(cases: list[Case]) -> tuple[float, float]:
     """can_go_out over the cases (table and opened flag included)."""
     return _time(cases, lambda case: can_go_out(case[0], case[1], has_opened=case[2]))
@@ -144,6 +158,10 @@ def main() -> None:
         mean, worst = bench(rich)
         results[f"meld_rich_{name}_ms_mean"] = round(mean, 4)
         results[f"meld_rich_{name}_ms_max"] = round(worst, 4)
+    mean, worst = bench_baseline_best_opening(cases)
+    results["baseline_best_opening_ms_mean"] = round(mean, 4)
+    results["baseline_best_opening_ms_max"] = round(worst, 4)
+    results["best_opening_vs_baseline"] = round(mean / float(results["best_opening_ms_mean"]), 1)
     per_s, decisions = bench_decisions(3, args.seed)
     results.update(decisions_per_s=round(per_s), decisions=decisions)
     if args.json:

@@ -30,11 +30,11 @@ _log = structlog.get_logger(component="bots")
 class BotService:
     """Plays bot seats; :meth:`run` follows the bus, :meth:`kick` wakes one game."""
 
-    def __init__(self, api: GameApi, seats: SeatDirectory, *, max_moves_per_wake: int = 500
-                 ) -> None:
+    def __init__(self, api: GameApi, seats: SeatDirectory, *, max_retries: int = 20) -> None:
         self.api = api
         self.seats = seats
-        self._max_moves = max_moves_per_wake
+        self._max_retries = max_retries
+        """Lost races in a row after which a worker waits for the next event."""
         self._dirty: set[str] = set()
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._seen: dict[str, int] = {}
@@ -80,45 +80,52 @@ class BotService:
             await asyncio.gather(*self._workers.values(), return_exceptions=True)
 
     async def _work(self, game_id: str) -> None:
+        retries = 0
         try:
-            moves = 0
-            while game_id in self._dirty and moves < self._max_moves:
+            while game_id in self._dirty and retries < self._max_retries:
                 self._dirty.discard(game_id)
                 try:
-                    if await self._step(game_id):
-                        moves += 1
-                        self._dirty.add(game_id)
+                    outcome = await self._step(game_id)
                 except grpc.aio.AioRpcError as error:
                     _log.warning("bot_call_failed", game_id=game_id, code=error.code().name,
                                  details=error.details())
+                    continue
                 except Exception:
                     _log.exception("bot_failed", game_id=game_id)
+                    continue
+                if outcome is Outcome.PLAYED:
+                    retries = 0
+                elif outcome is Outcome.NOT_TO_ACT:
+                    continue  # a person is to act, or the match is over: wait for an event
+                else:
+                    retries += 1  # lost a race: look again, a bounded number of times
+                self._dirty.add(game_id)
+                await asyncio.sleep(0)  # let other games' workers run
         finally:
             del self._workers[game_id]
             # Woken while finishing (no await since the loop's last check): start again.
-            if game_id in self._dirty and moves < self._max_moves:
+            if game_id in self._dirty and retries < self._max_retries:
                 self.kick(game_id)
             else:
                 self._dirty.discard(game_id)
 
-    async def _step(self, game_id: str) -> bool:
-        """Play one bot move of ``game_id`` if a bot is to act; True when it did (or lost a
-        race and should look again)."""
+    async def _step(self, game_id: str) -> Outcome:
+        """Play one bot move of ``game_id`` if a bot is to act."""
         public = await self.api.view(game_id, None)
         seat = public.turn
         if public.is_over:
             self._seen.pop(game_id, None)
-            return False
+            return Outcome.NOT_TO_ACT
         self._seen[game_id] = max(self._seen.get(game_id, 0), public.seq)
         if seat is None:
-            return False
+            return Outcome.NOT_TO_ACT
         control = await self.seats.bot_control(game_id, seat, public.view.players[seat])
         if control is None:
-            return False
+            return Outcome.NOT_TO_ACT
         outcome = await play_turn(
             self.api, game_id, seat, control.level, expected_seq=public.seq,
             command_id=f"bot:{game_id}:{public.seq}", automatic=control.automatic,
         )
         if outcome is Outcome.PLAYED:
             self.moves += 1
-        return outcome is not Outcome.NOT_TO_ACT
+        return outcome

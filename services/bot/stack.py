@@ -157,8 +157,8 @@ async def running_stack(
     try:
         yield Running(address, stack, store)
     finally:
+        await stack.stop()  # first, so that no bot call meets a stopped server
         await server.stop(None)
-        await stack.stop()
         relay_task.cancel()
         with contextlib.suppress(BaseException):
             await relay_task

@@ -5,11 +5,17 @@ failures into :class:`~services.platform.errors.ServiceError` statuses. A proces
 serializes the commands of one game behind a lock; races between replicas are settled
 by the store's primary key (ConcurrencyConflict → reload and decide again, or ABORTED
 when the client pinned ``expected_seq``).
+
+With an in-process bus the handler publishes a command's events itself, right after the
+commit and still under the game's lock (so in seq order), and the store records them as
+relayed in the same transaction: the relay has nothing to re-read. Any other bus is fed by
+the relay from the store's outbox (``notify`` wakes it), which survives a bus outage.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import grpc
@@ -20,8 +26,11 @@ from engine.core.chain import chain_entries
 from engine.core.errors import RuleViolation
 from services.game.repository import GameRepository, GameSnapshot
 from services.platform.auth import Identity
+from services.platform.bus import Bus, game_type_name
 from services.platform.errors import Reason, ServiceError
 from services.platform.store import ConcurrencyConflict
+
+_log = logging.getLogger(__name__)
 
 _MAX_RACES = 3
 """Times a command without expected_seq is decided again after losing a race."""
@@ -94,11 +103,29 @@ class CommandHandler:
     """Runs submissions against a repository, stamping commands with ``clock()`` (ms)."""
 
     def __init__(
-        self, repository: GameRepository, clock: Callable[[], int], notify: Callable[[], None]
+        self,
+        repository: GameRepository,
+        clock: Callable[[], int],
+        notify: Callable[[], None],
+        *,
+        inline_bus: Bus | None = None,
     ) -> None:
         self.repository = repository
         self._clock = clock
         self._notify = notify
+        self.inline_bus = inline_bus
+        """The in-process bus this handler publishes to itself (None: the relay does)."""
+
+    async def published(self, snapshot: GameSnapshot, entries: Sequence[log_pb2.LogEntry]) -> None:
+        """Hand freshly committed entries on: publish them inline, or wake the relay."""
+        if self.inline_bus is None:
+            self._notify()
+            return
+        try:
+            name = game_type_name(snapshot.game.GAME_TYPE)
+            await self.inline_bus.publish(name, snapshot.game_id, entries)
+        except Exception:  # only a closed bus (shutdown) refuses; the command stands
+            _log.warning("inline publish of game %s failed", snapshot.game_id, exc_info=True)
 
     async def submit(self, identity: Identity, submission: Submission) -> Outcome:
         """Apply one command for ``identity``.
@@ -136,7 +163,8 @@ class CommandHandler:
                 entries = chain_entries(events, snapshot.last_hash)
                 try:
                     snapshot, result = await repo.append(
-                        snapshot, entries, submission.command_id
+                        snapshot, entries, submission.command_id,
+                        relayed=self.inline_bus is not None,
                     )
                 except ConcurrencyConflict:
                     snapshot = await repo.refresh(submission.game_id)
@@ -144,7 +172,7 @@ class CommandHandler:
                         break
                     continue
                 if not result.duplicate:
-                    self._notify()
+                    await self.published(snapshot, result.entries)
                 return Outcome(snapshot, seat, result.entries, result.duplicate)
         raise ServiceError(
             grpc.StatusCode.ABORTED, Reason.CONCURRENT_COMMAND,

@@ -18,7 +18,7 @@ from dast.v1 import common_pb2, log_pb2
 from engine.core.chain import GENESIS_HASH
 from engine.core.protocol import Game
 from engine.registry import GAMES, game_of_event
-from services.platform.store import AppendResult, EventStore, GameNotFound
+from services.platform.store import AppendResult, EventStore, GameNotFound, SubmitsWrites
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +69,12 @@ def snapshot_of(game_id: str, entries: Sequence[log_pb2.LogEntry]) -> GameSnapsh
 
 
 class GameRepository:
-    """Cached game states over an event store (the store is called from worker threads)."""
+    """Cached game states over an event store (the store is called from worker threads, or
+    its writes awaited as futures when it offers them: :class:`SubmitsWrites`)."""
 
     def __init__(self, store: EventStore, *, max_cached: int = 20_000) -> None:
         self.store = store
+        self._writes: SubmitsWrites | None = store if isinstance(store, SubmitsWrites) else None
         self._cache: OrderedDict[str, GameSnapshot] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
         self._max_cached = max_cached
@@ -120,27 +122,55 @@ class GameRepository:
         return self._remember(snapshot.advanced(entries)) if entries else snapshot
 
     async def create(
-        self, game_id: str, game_type: int, entries: Sequence[log_pb2.LogEntry]
+        self,
+        game_id: str,
+        game_type: int,
+        entries: Sequence[log_pb2.LogEntry],
+        *,
+        relayed: bool = False,
     ) -> GameSnapshot:
         """Store a new game's first entries and cache its state.
 
+        ``relayed``: the caller publishes the entries itself (:mod:`services.platform.store`).
+
         :raises GameExists: if the id is taken.
         """
-        await asyncio.to_thread(self.store.create_game, game_id, game_type, entries)
+        if self._writes is not None:
+            await asyncio.wrap_future(
+                self._writes.create_game_future(game_id, game_type, entries, relayed=relayed)
+            )
+        else:
+            await asyncio.to_thread(
+                self.store.create_game, game_id, game_type, entries, relayed=relayed
+            )
         return self._remember(snapshot_of(game_id, entries))
 
     async def append(
-        self, snapshot: GameSnapshot, entries: Sequence[log_pb2.LogEntry], command_id: str | None
+        self,
+        snapshot: GameSnapshot,
+        entries: Sequence[log_pb2.LogEntry],
+        command_id: str | None,
+        *,
+        relayed: bool = False,
     ) -> tuple[GameSnapshot, AppendResult]:
         """Append one command's entries after ``snapshot``; return the new state.
 
         On a duplicate ``command_id`` nothing is appended and the state is refreshed.
+        ``relayed``: the caller publishes the entries itself (:mod:`services.platform.store`).
 
         :raises ConcurrencyConflict: if another writer took the seq first.
         """
-        result = await asyncio.to_thread(
-            self.store.append, snapshot.game_id, entries, command_id=command_id
-        )
+        if self._writes is not None:
+            result = await asyncio.wrap_future(
+                self._writes.append_future(
+                    snapshot.game_id, entries, command_id=command_id, relayed=relayed
+                )
+            )
+        else:
+            result = await asyncio.to_thread(
+                self.store.append, snapshot.game_id, entries, command_id=command_id,
+                relayed=relayed,
+            )
         if result.duplicate:
             return await self.refresh(snapshot.game_id), result
         return self._remember(snapshot.advanced(result.entries)), result
@@ -148,10 +178,9 @@ class GameRepository:
     async def find_duplicate(self, game_id: str, command_id: str) -> AppendResult | None:
         """The first result of ``command_id`` if the store has seen it, else None."""
         try:
-            result = await asyncio.to_thread(self.store.append, game_id, [], command_id=command_id)
-        except (ValueError, GameNotFound):
-            return None  # empty entries are refused when the command_id is new
-        return result if result.duplicate else None
+            return await asyncio.to_thread(self.store.find_command, game_id, command_id)
+        except GameNotFound:
+            return None
 
     def game_for_type(self, game_type: int) -> Game | None:
         """The engine of a game type, if registered."""

@@ -41,6 +41,8 @@ class Shared:
     notify: Callable[[], None]
 
 
+GIL_SWITCH_SECONDS: Final = 0.0005
+
 KNOWN_SERVICES: Final = ("game", "lobby", "bot")
 """What ``--services`` may name ("all" = every one). ``lobby`` and ``bot`` run in the play
 stack of :mod:`services.bot.stack`, which always carries the game service beside them
@@ -148,6 +150,10 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     :raises ValueError: for unknown service names.
     """
     configure_logging(settings.log_level, json=settings.log_json)
+    # The store's writer thread hands the GIL back and forth with the event loop on every
+    # statement; at the default 5 ms switch interval it waits behind the loop for most of
+    # them (a command's latency was then mostly GIL waits).
+    sys.setswitchinterval(GIL_SWITCH_SECONDS)
     log = structlog.get_logger(component="runner")
     names = parse_services(settings.services)
     if not settings.database_url:

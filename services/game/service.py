@@ -29,7 +29,7 @@ from services.game.commands import CommandHandler, Submission
 from services.game.repository import GameRepository, GameSnapshot
 from services.game.streams import log_after
 from services.platform.auth import Identity, Role, current_identity
-from services.platform.bus import Bus
+from services.platform.bus import Bus, InProcessBus
 from services.platform.errors import Reason, ServiceError, abort_with, status_of
 from services.platform.metrics import GameMetrics
 from services.platform.store import GameExists, GameNotFound, StoreError
@@ -110,7 +110,10 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         self.metrics = metrics
         self._notify = notify
         self._clock = clock
-        self.commands = CommandHandler(repository, clock, notify)
+        self.commands = CommandHandler(
+            repository, clock, notify,
+            inline_bus=bus if isinstance(bus, InProcessBus) else None,
+        )
 
     async def CreateGame(
         self, request: game_pb2.CreateGameRequest, context: grpc.aio.ServicerContext
@@ -147,8 +150,10 @@ class GameService(game_pb2_grpc.GameServiceServicer):
                 raise _invalid("game_id: 1 to 64 letters, digits, '-' or '_'")
             events = game.start(rules, seed, list(request.players), at_ms=self._clock())
             entries = chain_entries(events)
-            snapshot = await self.repository.create(game_id, game.GAME_TYPE, entries)
-            self._notify()
+            snapshot = await self.repository.create(
+                game_id, game.GAME_TYPE, entries, relayed=self.commands.inline_bus is not None
+            )
+            await self.commands.published(snapshot, entries)
             self.metrics.appended.labels(game.NAME).inc(len(entries))
             _log.info("game_created", game_id=game_id, game=game.NAME, seq=snapshot.seq)
             return game_pb2.CreateGameResponse(

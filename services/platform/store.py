@@ -16,8 +16,14 @@ Errors::
 
 Implementations: :class:`MemoryEventStore` (here, for unit tests) and
 :class:`services.platform.store_sql.SqlEventStore` (SQLite and PostgreSQL), chosen by
-:func:`open_store`. All are synchronous and thread-safe; async code calls them through
+:func:`open_store`. All are synchronous and thread-safe. The SQL store also offers its writes
+as futures (:class:`SubmitsWrites`), completed by its group-commit writer thread, so that
+async code awaits them without a thread hop; other stores are called through
 ``asyncio.to_thread``.
+
+``relayed=True`` on a write says that the caller publishes its events on the (in-process)
+bus itself right after the commit: the outbox watermark moves with the log's head, so the
+relay has nothing to re-read.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -77,8 +84,12 @@ class Unrelayed:
 class EventStore(Protocol):
     """Every game's log. Synchronous; thread-safe."""
 
-    def create_game(self, game_id: str, game_type: int, entries: Sequence[LogEntry]) -> None:
+    def create_game(
+        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False
+    ) -> None:
         """Create a game whose log starts with ``entries`` (seq 1 onwards, may be empty).
+
+        ``relayed``: the caller publishes the entries itself (see the module docstring).
 
         :raises GameExists: if ``game_id`` is taken.
         :raises InvalidEntries: if the entries do not start a chain at seq 1.
@@ -86,15 +97,28 @@ class EventStore(Protocol):
         ...
 
     def append(
-        self, game_id: str, entries: Sequence[LogEntry], *, command_id: str | None
+        self,
+        game_id: str,
+        entries: Sequence[LogEntry],
+        *,
+        command_id: str | None,
+        relayed: bool = False,
     ) -> AppendResult:
         """Append one command's entries (``entries[0].event.seq == last_seq + 1``) atomically.
 
         A ``command_id`` seen before returns the first result and appends nothing.
+        ``relayed``: the caller publishes the entries itself (see the module docstring).
 
         :raises GameNotFound: if the game does not exist.
         :raises ConcurrencyConflict: if another writer already took one of the seqs.
         :raises InvalidEntries: if the entries are empty, skip a seq or break the hash chain.
+        """
+        ...
+
+    def find_command(self, game_id: str, command_id: str) -> AppendResult | None:
+        """What ``command_id`` appended to the game (``duplicate=True``), or None if unseen.
+
+        :raises GameNotFound: if the game does not exist.
         """
         ...
 
@@ -121,6 +145,31 @@ class EventStore(Protocol):
 
     def close(self) -> None:
         """Release connections; the store is unusable afterwards."""
+        ...
+
+
+@runtime_checkable
+class SubmitsWrites(Protocol):
+    """A store whose writes can be awaited as futures (no thread hop for the caller)."""
+
+    def create_game_future(
+        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False
+    ) -> Future[None]:
+        """:meth:`EventStore.create_game`, done when committed (its errors in the future).
+
+        :raises InvalidEntries: at once, if the entries do not start a chain at seq 1.
+        """
+        ...
+
+    def append_future(
+        self,
+        game_id: str,
+        entries: Sequence[LogEntry],
+        *,
+        command_id: str | None,
+        relayed: bool = False,
+    ) -> Future[AppendResult]:
+        """:meth:`EventStore.append`, done when committed (its errors in the future)."""
         ...
 
 
@@ -215,16 +264,26 @@ class MemoryEventStore:
             raise GameNotFound(f"no game {game_id}")
         return game
 
-    def create_game(self, game_id: str, game_type: int, entries: Sequence[LogEntry]) -> None:
+    def create_game(
+        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False
+    ) -> None:
         """See :meth:`EventStore.create_game`."""
         with self._lock:
             if game_id in self._games:
                 raise GameExists(f"game {game_id} exists")
             check_continuation(game_id, 0, GENESIS_HASH, entries)
-            self._games[game_id] = _MemoryGame(game_type, copy_entries(entries))
+            game = _MemoryGame(game_type, copy_entries(entries))
+            if relayed:
+                game.relayed_seq = game.last_seq
+            self._games[game_id] = game
 
     def append(
-        self, game_id: str, entries: Sequence[LogEntry], *, command_id: str | None
+        self,
+        game_id: str,
+        entries: Sequence[LogEntry],
+        *,
+        command_id: str | None,
+        relayed: bool = False,
     ) -> AppendResult:
         """See :meth:`EventStore.append`."""
         with self._lock:
@@ -235,10 +294,22 @@ class MemoryEventStore:
             if not entries:
                 raise InvalidEntries(f"game {game_id}: a command must append at least one event")
             check_continuation(game_id, game.last_seq, game.last_hash, entries)
+            caught_up = game.relayed_seq >= game.last_seq
             game.entries.extend(copy_entries(entries))
+            if relayed and caught_up:
+                game.relayed_seq = game.last_seq
             if command_id is not None:
                 game.commands[command_id] = (entries[0].event.seq, entries[-1].event.seq)
             return AppendResult(copy_entries(entries), duplicate=False)
+
+    def find_command(self, game_id: str, command_id: str) -> AppendResult | None:
+        """See :meth:`EventStore.find_command`."""
+        with self._lock:
+            game = self._game(game_id)
+            if command_id not in game.commands:
+                return None
+            first, last = game.commands[command_id]
+            return AppendResult(copy_entries(game.entries[first - 1 : last]), duplicate=True)
 
     def load(self, game_id: str, after_seq: int = 0) -> list[LogEntry]:
         """See :meth:`EventStore.load`."""

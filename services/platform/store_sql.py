@@ -4,6 +4,13 @@ Both use the tables of :mod:`services.platform.models`. PostgreSQL is migrated w
 (:func:`services.platform.migrations.upgrade_database`); SQLite gets the same tables from
 ``SQLModel.metadata.create_all``. SQLite write transactions start with ``BEGIN IMMEDIATE`` so
 that two writers queue on the busy timeout instead of failing to upgrade a read lock.
+
+Writes (``create_game``, ``append``) go through a :class:`~services.platform.store_writer.
+GroupWriter`: one thread with its own DBAPI connection running pre-built SQL, which commits
+the writes queued meanwhile together (group commit). An append is one read of the game's
+head (with the command's earlier result, if any; ``FOR UPDATE`` on PostgreSQL) and three
+writes: the events (one ``executemany``), the command, and the head moved under an
+``last_seq`` guard. Reads and the relay's outbox go through SQLAlchemy Core.
 """
 
 from __future__ import annotations
@@ -11,11 +18,11 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, insert, select, text, update
+from sqlalchemy import Connection, Engine, create_engine, event, select, text, update
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import StaticPool
 from sqlmodel import SQLModel
 
@@ -23,15 +30,14 @@ from engine.core.chain import GENESIS_HASH
 from services.platform.models import CommandRow, EventRow, GameRow
 from services.platform.store import (
     AppendResult,
-    ConcurrencyConflict,
-    GameExists,
     GameNotFound,
-    InvalidEntries,
     LogEntry,
     Unrelayed,
     check_continuation,
     now_ms,
 )
+from services.platform.store_sql_writes import Statements, append_write, create_write, entry_of
+from services.platform.store_writer import Cursor, GroupWriter
 
 GAMES = GameRow.__table__  # type: ignore[attr-defined]
 EVENTS = EventRow.__table__  # type: ignore[attr-defined]
@@ -54,24 +60,8 @@ _CLAIM_POSTGRES = text(
 )
 
 
-def _event_row(
-    game_id: str, game_type: int, entry: LogEntry, command_id: str | None
-) -> dict[str, Any]:
-    return {
-        "game_id": game_id,
-        "seq": entry.event.seq,
-        "game_type": game_type,
-        "event": entry.event.SerializeToString(deterministic=True),
-        "hash": entry.hash,
-        "command_id": command_id,
-        "at_ms": entry.event.at_ms,
-    }
-
-
 def _entry(event_bytes: bytes, hash_: bytes) -> LogEntry:
-    entry = LogEntry(hash=hash_)
-    entry.event.ParseFromString(event_bytes)
-    return entry
+    return entry_of(event_bytes, hash_)
 
 
 def _sqlite_engine(url: str) -> Engine:
@@ -110,6 +100,13 @@ class SqlEventStore:
         self._lock: contextlib.AbstractContextManager[Any] = (
             contextlib.nullcontext() if self._is_postgres else threading.RLock()
         )
+        self._sql = Statements.for_dialect(engine.dialect.name)
+        self._writer = GroupWriter(
+            engine.raw_connection,
+            begin=None if self._is_postgres else "BEGIN IMMEDIATE",
+            lock=self._lock,
+            integrity_error=engine.dialect.loaded_dbapi.IntegrityError,
+        )
 
     @classmethod
     def open(cls, url: str | None) -> SqlEventStore:
@@ -135,102 +132,60 @@ class SqlEventStore:
         with self._lock, self._engine.begin() as connection:
             yield connection
 
-    def create_game(self, game_id: str, game_type: int, entries: Sequence[LogEntry]) -> None:
+    def create_game(
+        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False
+    ) -> None:
         """See :meth:`EventStore.create_game`."""
+        self.create_game_future(game_id, game_type, entries, relayed=relayed).result()
+
+    def create_game_future(
+        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False
+    ) -> Future[None]:
+        """See :meth:`SubmitsWrites.create_game_future`."""
         check_continuation(game_id, 0, GENESIS_HASH, entries)
-        head = entries[-1].hash if entries else GENESIS_HASH
-        try:
-            with self._transaction() as connection:
-                connection.execute(
-                    insert(GAMES).values(
-                        game_id=game_id,
-                        game_type=game_type,
-                        last_seq=len(entries),
-                        last_hash=head,
-                        relayed_seq=0,
-                        relay_lease_until_ms=0,
-                    )
-                )
-                if entries:
-                    rows = [_event_row(game_id, game_type, e, None) for e in entries]
-                    connection.execute(insert(EVENTS), rows)
-        except IntegrityError as error:
-            raise GameExists(f"game {game_id} exists") from error
+        return self._writer.submit(
+            create_write(self._sql, game_id, game_type, entries, relayed=relayed)
+        )
 
     def append(
-        self, game_id: str, entries: Sequence[LogEntry], *, command_id: str | None
-    ) -> AppendResult:
-        """See :meth:`EventStore.append`."""
-        try:
-            with self._transaction() as connection:
-                if command_id is not None:
-                    first = self._command_in(connection, game_id, command_id)
-                    if first is not None:
-                        return first
-                self._append_in(connection, game_id, entries, command_id)
-        except (IntegrityError, ConcurrencyConflict) as error:
-            # Either another command took the seq, or this very command_id raced its retry.
-            if command_id is not None:
-                with self._transaction() as connection:
-                    first = self._command_in(connection, game_id, command_id)
-                if first is not None:
-                    return first
-            if isinstance(error, ConcurrencyConflict):
-                raise
-            raise ConcurrencyConflict(
-                f"game {game_id}: seq {entries[0].event.seq} is already taken"
-            ) from error
-        return AppendResult(list(entries), duplicate=False)
-
-    def _append_in(
         self,
-        connection: Connection,
         game_id: str,
         entries: Sequence[LogEntry],
+        *,
         command_id: str | None,
-    ) -> None:
-        head = connection.execute(
-            select(GAMES.c.game_type, GAMES.c.last_seq, GAMES.c.last_hash).where(
-                GAMES.c.game_id == game_id
-            )
-        ).first()
-        if head is None:
-            raise GameNotFound(f"no game {game_id}")
-        if not entries:
-            raise InvalidEntries(f"game {game_id}: a command must append at least one event")
-        check_continuation(game_id, head.last_seq, head.last_hash, entries)
-        rows = [_event_row(game_id, head.game_type, e, command_id) for e in entries]
-        connection.execute(insert(EVENTS), rows)
-        last = entries[-1].event.seq
-        if command_id is not None:
-            connection.execute(
-                insert(COMMANDS).values(
-                    game_id=game_id,
-                    command_id=command_id,
-                    first_seq=entries[0].event.seq,
-                    last_seq=last,
-                )
-            )
-        moved = connection.execute(
-            update(GAMES)
-            .where(GAMES.c.game_id == game_id, GAMES.c.last_seq == head.last_seq)
-            .values(last_seq=last, last_hash=entries[-1].hash)
-        )
-        if moved.rowcount != 1:
-            raise ConcurrencyConflict(f"game {game_id}: seq {entries[0].event.seq} was taken")
+        relayed: bool = False,
+    ) -> AppendResult:
+        """See :meth:`EventStore.append`."""
+        return self.append_future(game_id, entries, command_id=command_id, relayed=relayed).result()
 
-    def _command_in(
-        self, connection: Connection, game_id: str, command_id: str
-    ) -> AppendResult | None:
-        seqs = connection.execute(
-            select(COMMANDS.c.first_seq, COMMANDS.c.last_seq).where(
-                COMMANDS.c.game_id == game_id, COMMANDS.c.command_id == command_id
-            )
-        ).first()
-        if seqs is None:
-            return None
-        entries = self._select_entries(connection, game_id, seqs.first_seq - 1, seqs.last_seq)
-        return AppendResult(entries, duplicate=True)
+    def append_future(
+        self,
+        game_id: str,
+        entries: Sequence[LogEntry],
+        *,
+        command_id: str | None,
+        relayed: bool = False,
+    ) -> Future[AppendResult]:
+        """See :meth:`SubmitsWrites.append_future`."""
+        return self._writer.submit(
+            append_write(self._sql, game_id, entries, command_id, relayed=relayed)
+        )
+
+    def find_command(self, game_id: str, command_id: str) -> AppendResult | None:
+        """See :meth:`EventStore.find_command`."""
+        with self._lock:
+            raw = self._engine.raw_connection()
+            try:
+                cursor: Cursor = raw.cursor()
+                earlier = self._sql.earlier_result(cursor, game_id, command_id)
+                if earlier is None:
+                    cursor.execute(self._sql.game_exists, (game_id,))
+                    if cursor.fetchone() is None:
+                        raise GameNotFound(f"no game {game_id}")
+                raw.rollback()
+                return earlier
+            finally:
+                raw.close()
 
     @staticmethod
     def _select_entries(
@@ -269,7 +224,8 @@ class SqlEventStore:
             return int(self._head(connection, game_id).last_seq)
 
     def close(self) -> None:
-        """Dispose of the connection pool."""
+        """Finish queued writes, then dispose of the connection pool."""
+        self._writer.close()
         self._engine.dispose()
 
     def claim_unrelayed(

@@ -51,3 +51,9 @@ def test_hand_screen_lists_table_melds_and_every_kind_of_move() -> None:
     assert "2) lay off 6♠ on meld 0" in text
     assert "3) retrieve joker from meld 0 with 5♠" in text
     assert "4) discard JK2" in text
+
+
+def test_render_docstring_examples() -> None:
+    import doctest
+
+    assert doctest.testmod(render).failed == 0

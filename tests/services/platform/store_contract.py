@@ -218,3 +218,59 @@ class EventStoreContract:
         store.create_game("g1", HOKM, make_entries(1, 1))
         assert len(store.claim_unrelayed(lease_ms=0)) == 1
         assert len(store.claim_unrelayed()) == 1
+
+    def test_find_command_returns_what_the_command_appended(self, store: OutboxStore) -> None:
+        # DESIGN.md "Event store and bus": a command_id makes a retried command append nothing;
+        # the service asks find_command whether a refused command had in fact been applied.
+        log = make_entries(1, 1)
+        store.create_game("g1", HOKM, log)
+        assert store.find_command("g1", "c1") is None
+        batch = continue_log(log, 2)
+        store.append("g1", batch, command_id="c1")
+        assert store.find_command("g1", "c1") == AppendResult(batch, duplicate=True)
+        store.create_game("g2", HOKM, [])
+        assert store.find_command("g2", "c1") is None  # command ids are per game
+        with pytest.raises(GameNotFound):
+            store.find_command("nope", "c1")
+
+    def test_relayed_writes_leave_nothing_for_the_relay(self, store: OutboxStore) -> None:
+        # The in-process bus path: the caller publishes itself right after the commit.
+        log = make_entries(1, 2)
+        store.create_game("g1", HOKM, log, relayed=True)
+        assert store.claim_unrelayed(lease_ms=0) == []
+        store.append("g1", continue_log(log, 1), command_id="c1", relayed=True)
+        assert store.claim_unrelayed(lease_ms=0) == []
+        store.append("g1", continue_log(store.load("g1"), 1), command_id=None)
+        assert [seqs(game.entries) for game in store.claim_unrelayed(lease_ms=0)] == [[4]]
+
+    def test_relayed_append_keeps_a_lagging_outbox_for_the_relay(self, store: OutboxStore) -> None:
+        # Events the relay still owes are never skipped by a later relayed append.
+        log = make_entries(1, 2)
+        store.create_game("g1", HOKM, log)
+        store.append("g1", continue_log(log, 1), command_id=None, relayed=True)
+        assert [seqs(game.entries) for game in store.claim_unrelayed()] == [[1, 2, 3]]
+
+    def test_many_concurrent_appends_to_many_games_each_get_their_own_outcome(
+        self, store: OutboxStore
+    ) -> None:
+        # Group commit: writes of many games share transactions, outcomes stay per append.
+        games = 12
+        logs = {f"g{n}": make_entries(1, 1) for n in range(games)}
+        for game_id, log in logs.items():
+            store.create_game(game_id, HOKM, log)
+        batches = {game_id: continue_log(log, 1) for game_id, log in logs.items()}
+        stale = {game_id: continue_log(log, 1, at_ms=7) for game_id, log in logs.items()}
+
+        def append(game_id: str, entries: list[LogEntry]) -> AppendResult | ConcurrencyConflict:
+            try:
+                return store.append(game_id, entries, command_id=None)
+            except ConcurrencyConflict as conflict:
+                return conflict
+
+        with ThreadPoolExecutor(8) as pool:
+            firsts = list(pool.map(append, batches, batches.values()))
+            seconds = list(pool.map(append, stale, stale.values()))
+        assert all(isinstance(outcome, AppendResult) for outcome in firsts)
+        assert all(isinstance(outcome, ConcurrencyConflict) for outcome in seconds)
+        for game_id, log in logs.items():
+            assert store.load(game_id) == log + batches[game_id]

@@ -1,0 +1,206 @@
+"""The SQL store's writes as :class:`~services.platform.store_writer.Write` steps.
+
+Pre-built statements run on the writer's DBAPI cursor (no SQLAlchemy per statement: its
+compile and result machinery cost more than SQLite's work). The statements use the tables
+of :mod:`services.platform.models`; ``?`` placeholders become ``%s`` for psycopg.
+
+Every step checks before it changes anything, so that a refusal (a StoreError) leaves the
+shared transaction of its batch intact; see :mod:`services.platform.store_writer`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine.core.chain import GENESIS_HASH
+from services.platform.store import (
+    AppendResult,
+    ConcurrencyConflict,
+    GameExists,
+    GameNotFound,
+    InvalidEntries,
+    LogEntry,
+    check_continuation,
+)
+from services.platform.store_writer import Cursor, LostRace, Write
+
+_INSERT_EVENT = (
+    "INSERT INTO events (game_id, seq, game_type, event, hash, command_id, at_ms) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_COMMAND = (
+    "INSERT INTO commands (game_id, command_id, first_seq, last_seq) VALUES (?, ?, ?, ?)"
+)
+_INSERT_GAME = (
+    "INSERT INTO games (game_id, game_type, last_seq, last_hash, relayed_seq, "
+    "relay_lease_until_ms) VALUES (?, ?, ?, ?, ?, 0)"
+)
+_GAME_EXISTS = "SELECT 1 FROM games WHERE game_id = ?"
+# The head of the log and, in the same read, what this command_id appended before (if it did).
+_HEAD_AND_COMMAND = (
+    "SELECT g.game_type, g.last_seq, g.last_hash, c.first_seq, c.last_seq FROM games g "
+    "LEFT JOIN commands c ON c.game_id = g.game_id AND c.command_id = ? WHERE g.game_id = ?"
+)
+_COMMAND = "SELECT first_seq, last_seq FROM commands WHERE game_id = ? AND command_id = ?"
+_ENTRIES_BETWEEN = (
+    "SELECT event, hash FROM events WHERE game_id = ? AND seq > ? AND seq <= ? ORDER BY seq"
+)
+_MOVE_HEAD = "UPDATE games SET last_seq = ?, last_hash = ? WHERE game_id = ? AND last_seq = ?"
+# In-process bus: the caller publishes right after the commit, so the outbox watermark moves
+# with the head (only when it was caught up: otherwise the relay still owes older events).
+_MOVE_HEAD_RELAYED = (
+    "UPDATE games SET last_seq = ?, last_hash = ?, "
+    "relayed_seq = CASE WHEN relayed_seq >= ? THEN ? ELSE relayed_seq END "
+    "WHERE game_id = ? AND last_seq = ?"
+)
+
+
+def entry_of(event_bytes: bytes, hash_: bytes) -> LogEntry:
+    """A LogEntry from its stored columns."""
+    entry = LogEntry(hash=bytes(hash_))
+    entry.event.ParseFromString(bytes(event_bytes))
+    return entry
+
+
+@dataclass(frozen=True)
+class Statements:
+    """The write statements in one driver's placeholder style."""
+
+    insert_event: str
+    insert_command: str
+    insert_game: str
+    game_exists: str
+    head_and_command: str
+    command: str
+    select_entries: str
+    move_head: str
+    move_head_relayed: str
+
+    @classmethod
+    def for_dialect(cls, dialect: str) -> Statements:
+        """The statements for ``sqlite`` (qmark) or ``postgresql`` (psycopg's format)."""
+        postgres = dialect == "postgresql"
+
+        def style(sql: str) -> str:
+            return sql.replace("?", "%s") if postgres else sql
+
+        lock_head = " FOR UPDATE OF g" if postgres else ""  # SQLite: BEGIN IMMEDIATE locks
+        return cls(
+            insert_event=style(_INSERT_EVENT),
+            insert_command=style(_INSERT_COMMAND),
+            insert_game=style(_INSERT_GAME),
+            game_exists=style(_GAME_EXISTS),
+            head_and_command=style(_HEAD_AND_COMMAND + lock_head),
+            command=style(_COMMAND),
+            select_entries=style(_ENTRIES_BETWEEN),
+            move_head=style(_MOVE_HEAD),
+            move_head_relayed=style(_MOVE_HEAD_RELAYED),
+        )
+
+    def entries_between(
+        self, cursor: Cursor, game_id: str, after: int, up_to: int
+    ) -> list[LogEntry]:
+        """The entries with ``after < seq <= up_to``."""
+        cursor.execute(self.select_entries, (game_id, after, up_to))
+        return [entry_of(event, hash_) for event, hash_ in cursor.fetchall()]
+
+    def earlier_result(self, cursor: Cursor, game_id: str, command_id: str) -> AppendResult | None:
+        """What ``command_id`` appended to the game, if it was seen."""
+        cursor.execute(self.command, (game_id, command_id))
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        return AppendResult(self.entries_between(cursor, game_id, row[0] - 1, row[1]), True)
+
+
+def _event_rows(
+    game_id: str, game_type: int, entries: Sequence[LogEntry], command_id: str | None
+) -> list[tuple[object, ...]]:
+    return [
+        (game_id, entry.event.seq, game_type, entry.event.SerializeToString(deterministic=True),
+         entry.hash, command_id, entry.event.at_ms)
+        for entry in entries
+    ]
+
+
+def _insert_events(cursor: Cursor, sql: Statements, rows: list[tuple[object, ...]]) -> None:
+    if len(rows) == 1:
+        cursor.execute(sql.insert_event, rows[0])
+    elif rows:
+        cursor.executemany(sql.insert_event, rows)
+
+
+def create_write(
+    sql: Statements, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool
+) -> Write[None]:
+    """The write creating a game (entries already checked to start a chain at seq 1)."""
+    head = entries[-1].hash if entries else GENESIS_HASH
+    rows = _event_rows(game_id, game_type, entries, None)
+
+    def run(cursor: Cursor) -> None:
+        cursor.execute(sql.game_exists, (game_id,))
+        if cursor.fetchone() is not None:
+            raise GameExists(f"game {game_id} exists")
+        cursor.execute(
+            sql.insert_game,
+            (game_id, game_type, len(entries), head, len(entries) if relayed else 0),
+        )
+        _insert_events(cursor, sql, rows)
+
+    def recover(_cursor: Cursor, violation: Exception) -> None:
+        raise GameExists(f"game {game_id} exists") from violation
+
+    return Write(run, recover)
+
+
+def append_write(
+    sql: Statements,
+    game_id: str,
+    entries: Sequence[LogEntry],
+    command_id: str | None,
+    *,
+    relayed: bool,
+) -> Write[AppendResult]:
+    """The write appending one command's entries (see :meth:`EventStore.append`)."""
+    entries = list(entries)
+
+    def run(cursor: Cursor) -> AppendResult:
+        cursor.execute(sql.head_and_command, (command_id, game_id))
+        head = cursor.fetchone()
+        if head is None:
+            raise GameNotFound(f"no game {game_id}")
+        game_type, last_seq, last_hash, seen_first, seen_last = head
+        if seen_first is not None:
+            seen = sql.entries_between(cursor, game_id, seen_first - 1, seen_last)
+            return AppendResult(seen, duplicate=True)
+        if not entries:
+            raise InvalidEntries(f"game {game_id}: a command must append at least one event")
+        check_continuation(game_id, last_seq, bytes(last_hash), entries)
+        # Checked under the write lock: nothing below may refuse, only fail (LostRace).
+        _insert_events(cursor, sql, _event_rows(game_id, game_type, entries, command_id))
+        first, last = entries[0].event.seq, entries[-1].event.seq
+        if command_id is not None:
+            cursor.execute(sql.insert_command, (game_id, command_id, first, last))
+        if relayed:
+            cursor.execute(
+                sql.move_head_relayed,
+                (last, entries[-1].hash, last_seq, last, game_id, last_seq),
+            )
+        else:
+            cursor.execute(sql.move_head, (last, entries[-1].hash, game_id, last_seq))
+        if cursor.rowcount != 1:
+            raise LostRace(f"game {game_id}: the head moved past seq {last_seq}")
+        return AppendResult(entries, duplicate=False)
+
+    def recover(cursor: Cursor, violation: Exception) -> AppendResult:
+        # Either another writer took the seq, or this very command_id raced its retry.
+        if command_id is not None:
+            earlier = sql.earlier_result(cursor, game_id, command_id)
+            if earlier is not None:
+                return earlier
+        raise ConcurrencyConflict(
+            f"game {game_id}: seq {entries[0].event.seq} is already taken"
+        ) from violation
+
+    return Write(run, recover)

@@ -1,0 +1,235 @@
+"""Group commit: one writer thread per SQL store runs concurrent writes in one transaction.
+
+A command's append costs a few statements, but a transaction commit costs a WAL write on
+SQLite and a WAL flush (fsync) plus round trips on PostgreSQL. With many games in flight,
+:class:`GroupWriter` takes every write queued while the previous transaction ran and runs
+them in ONE transaction on its own DBAPI connection (pre-built SQL, no ORM on the hot path).
+
+Each write stays all-or-nothing with its own outcome:
+
+- a write does every check (game exists, seq continues, hash chains, command seen) before
+  its first statement that changes anything, and those checks are authoritative because the
+  transaction holds the write lock (SQLite ``BEGIN IMMEDIATE``) or the game row
+  (PostgreSQL ``SELECT … FOR UPDATE``); a refused write raises a
+  :class:`~services.platform.store.StoreError` having changed nothing, so the batch goes on;
+- anything else going wrong (a constraint another process's commit tripped, a lost
+  connection) rolls the batch back and runs each of its writes again alone, in its own
+  transaction, so that one failure never fails another write.
+
+A write's future completes only after its transaction committed, so a caller never replies
+to a client before its events are durable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, Generic, TypeVar
+
+from services.platform.store import StoreError
+
+T = TypeVar("T")
+
+Cursor = Any
+"""A DBAPI cursor (sqlite3 or psycopg)."""
+
+MAX_BATCH = 256
+"""Most writes one transaction carries (bounds the latency one batch adds to the next)."""
+
+
+class LostRace(Exception):
+    """A write's statement found the database changed under its checks (another process).
+
+    Not a StoreError: it aborts the batch, and the write is run again alone, where its
+    ``recover`` step turns it into the StoreError the caller gets.
+    """
+
+
+class Write(Generic[T]):
+    """One write: ``run(cursor)`` does it inside a transaction; ``recover(error)`` (in a fresh
+    transaction, after a constraint violation or :class:`LostRace` when run alone) returns
+    the result or raises the StoreError that the violation means."""
+
+    __slots__ = ("future", "recover", "run")
+
+    def __init__(
+        self,
+        run: Callable[[Cursor], T],
+        recover: Callable[[Cursor, Exception], T] | None = None,
+    ) -> None:
+        self.run = run
+        self.recover = recover
+        self.future: Future[T] = Future()
+
+
+class GroupWriter:
+    """A thread running queued writes in shared transactions (see the module docstring).
+
+    ``connect()`` returns a DBAPI connection (a SQLAlchemy pool proxy) used only by this
+    thread; ``begin`` is the statement opening a transaction (``None``: the driver opens one
+    implicitly, as psycopg does); ``lock`` is held around each transaction (the store's lock
+    that serializes SQLite access in this process).
+    """
+
+    def __init__(
+        self,
+        connect: Callable[[], Any],
+        *,
+        begin: str | None,
+        lock: contextlib.AbstractContextManager[Any],
+        integrity_error: type[Exception],
+        name: str = "store-writer",
+    ) -> None:
+        self._connect = connect
+        self._begin = begin
+        self._lock = lock
+        self._integrity_error = integrity_error
+        self._queue: queue.SimpleQueue[Write[Any] | None] = queue.SimpleQueue()
+        self._connection: Any = None
+        self._closed = False
+        self.batches = 0
+        """How many transactions the writer has committed or tried (for tests and benches)."""
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, write: Write[T]) -> Future[T]:
+        """Queue ``write``; its future holds the result once committed (or the error).
+
+        :raises RuntimeError: if the writer is closed.
+        """
+        if self._closed:
+            raise RuntimeError("the store is closed")
+        self._queue.put(write)
+        return write.future
+
+    def close(self) -> None:
+        """Finish the queued writes, stop the thread, and close the connection."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(None)
+        self._thread.join()
+
+    def _serve(self) -> None:
+        try:
+            while True:
+                first = self._queue.get()
+                if first is None:
+                    return
+                batch = [first]
+                stop = False
+                while len(batch) < MAX_BATCH:
+                    try:
+                        more = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if more is None:
+                        stop = True
+                        break
+                    batch.append(more)
+                self._execute(batch)
+                if stop:
+                    return
+        finally:
+            self._drop_connection(invalidate=False)
+
+    def _cursor(self) -> Cursor:
+        if self._connection is None:
+            self._connection = self._connect()
+        return self._connection.cursor()
+
+    def _drop_connection(self, *, invalidate: bool) -> None:
+        connection, self._connection = self._connection, None
+        if connection is None:
+            return
+        with contextlib.suppress(Exception):
+            if invalidate:
+                connection.invalidate()
+            else:
+                connection.close()
+
+    def _transaction_start(self, cursor: Cursor) -> None:
+        if self._begin is not None:
+            cursor.execute(self._begin)
+
+    def _commit(self) -> None:
+        if self._begin is not None:
+            self._connection.cursor().execute("COMMIT")
+        else:
+            self._connection.commit()
+
+    def _rollback(self) -> None:
+        if self._connection is None:
+            return
+        try:
+            if self._begin is not None:
+                with contextlib.suppress(Exception):  # "no transaction is active" is fine
+                    self._connection.cursor().execute("ROLLBACK")
+            else:
+                self._connection.rollback()
+        except Exception:
+            self._drop_connection(invalidate=True)
+
+    def _execute(self, batch: list[Write[Any]]) -> None:
+        self.batches += 1
+        outcomes: list[tuple[bool, Any]]
+        with self._lock:
+            try:
+                outcomes = self._together(batch)
+            except Exception:
+                self._rollback()
+                outcomes = [self._alone(write) for write in batch]
+        for write, (ok, value) in zip(batch, outcomes, strict=True):
+            if ok:
+                write.future.set_result(value)
+            else:
+                write.future.set_exception(value)
+
+    def _together(self, batch: list[Write[Any]]) -> list[tuple[bool, Any]]:
+        """Run the batch in one transaction; raise (to roll back) on anything but a refusal."""
+        cursor = self._cursor()
+        self._transaction_start(cursor)
+        outcomes: list[tuple[bool, Any]] = []
+        for write in batch:
+            try:
+                outcomes.append((True, write.run(cursor)))
+            except StoreError as refused:  # raised before the write changed anything
+                outcomes.append((False, refused))
+        self._commit()
+        return outcomes
+
+    def _alone(self, write: Write[Any]) -> tuple[bool, Any]:
+        """Run one write in its own transaction (after a batch failed)."""
+        try:
+            return True, self._in_transaction(write.run)
+        except StoreError as refused:
+            self._rollback()
+            return False, refused
+        except (LostRace, self._integrity_error) as violation:
+            self._rollback()
+            if write.recover is None:
+                return False, violation
+            recover, cause = write.recover, violation
+
+            def recovered(cursor: Cursor) -> Any:
+                return recover(cursor, cause)
+
+            try:
+                return True, self._in_transaction(recovered)
+            except Exception as error:
+                self._rollback()
+                return False, error
+        except Exception as error:  # the connection itself failed: next batch reconnects
+            self._rollback()
+            self._drop_connection(invalidate=True)
+            return False, error
+
+    def _in_transaction(self, run: Callable[[Cursor], T]) -> T:
+        cursor = self._cursor()
+        self._transaction_start(cursor)
+        result = run(cursor)
+        self._commit()
+        return result
