@@ -24,7 +24,7 @@ At the end the match must be over within ``max_commands``. A failure raises
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,36 @@ Policy = Callable[[Any, DeterministicRandom], Message]
 
 def _rng_key(rng_seed: int | bytes) -> bytes:
     return rng_seed if isinstance(rng_seed, bytes) else rng_seed.to_bytes(16, "big", signed=True)
+
+
+def bot_players(seats: int) -> list[common_pb2.Player]:
+    """Bot players named ``bot-0`` … for a table of ``seats``."""
+    return [
+        common_pb2.Player(player_id=f"bot-{seat}", display_name=f"Bot {seat}", is_bot=True)
+        for seat in range(seats)
+    ]
+
+
+def play_bots(
+    game: Game,
+    bots: Mapping[str, Policy],
+    rules: Message,
+    seed: bytes,
+    policies: Sequence[str | Policy],
+    rng_seed: int | bytes,
+    *,
+    players: Sequence[common_pb2.Player] | None = None,
+    at_ms: int = 0,
+    step_ms: int = 1000,
+) -> list[log_pb2.Event]:
+    """:func:`play_match` with policies named by ``bots`` keys (or given directly) and, by
+    default, :func:`bot_players` in the seats; the full, unredacted log.
+
+    :raises KeyError: for an unknown bot name.
+    """
+    chosen = [bots[p] if isinstance(p, str) else p for p in policies]
+    seated = bot_players(len(chosen)) if players is None else players
+    return play_match(game, rules, seed, seated, chosen, rng_seed, at_ms=at_ms, step_ms=step_ms)
 
 
 def play_match(

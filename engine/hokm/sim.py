@@ -1,4 +1,5 @@
-"""Whole Hokm matches played by bots (for ``dast sim hokm``, golden logs and benchmarks)."""
+"""Whole Hokm matches played by bots (for ``dast sim hokm``, golden logs and
+benchmarks): :func:`engine.core.testing.play_bots` with this game's :data:`BOTS`."""
 
 from __future__ import annotations
 
@@ -6,16 +7,10 @@ from collections.abc import Sequence
 
 from dast.v1 import common_pb2, hokm_pb2, log_pb2
 from engine import hokm
-from engine.core.testing import play_match as play_game
+from engine.core.testing import bot_players, play_bots
 from engine.hokm.bots import BOTS, Policy
 
-
-def default_players(seats: int) -> list[common_pb2.Player]:
-    """Bot players named ``bot-0`` … for a table of ``seats``."""
-    return [
-        common_pb2.Player(player_id=f"bot-{seat}", display_name=f"Bot {seat}", is_bot=True)
-        for seat in range(seats)
-    ]
+default_players = bot_players
 
 
 def play_match(
@@ -34,9 +29,7 @@ def play_match(
     :raises KeyError: for an unknown bot name.
     :raises RuleViolation: for bad rules or players (as :func:`engine.hokm.start`).
     """
-    chosen = [BOTS[p] if isinstance(p, str) else p for p in policies]
-    if players is None:
-        players = default_players(len(chosen))
-    return play_game(
-        hokm, rules, seed, players, chosen, rng_seed, at_ms=at_ms, step_ms=step_ms
+    return play_bots(
+        hokm, BOTS, rules, seed, policies, rng_seed, players=players, at_ms=at_ms,
+        step_ms=step_ms,
     )

@@ -87,12 +87,25 @@ async def play_turn(
     seat_view = await api.view(game_id, seat)
     if seat_view.seq != expected_seq:
         return Outcome.STALE
-    if seat_view.turn != seat or not seat_view.view.legal:
+    return await play_view(api, game_id, seat_view, level, command_id=command_id,
+                           automatic=automatic)
+
+
+async def play_view(
+    api: GameApi, game_id: str, seat_view: SeatView, level: str, *, command_id: str,
+    automatic: bool,
+) -> Outcome:
+    """As :func:`play_turn`, from the seat's view already fetched (at ``seat_view.seq``).
+
+    :raises grpc.aio.AioRpcError: for failures other than a lost race.
+    """
+    seat = seat_view.view.seat
+    if seat_view.turn != seat or not seat_view.view.legal or seat_view.view.is_spectator:
         return Outcome.NOT_TO_ACT
     command = decide(seat_view, level, game_id)
     try:
         appended = await api.submit(game_id, seat, command, command_id=command_id,
-                                    expected_seq=expected_seq, automatic=automatic)
+                                    expected_seq=seat_view.seq, automatic=automatic)
     except grpc.aio.AioRpcError as error:
         if error.code() in _STALE_CODES:
             return Outcome.STALE

@@ -18,10 +18,11 @@ import contextlib
 import grpc
 import structlog
 
-from services.bot.client import GameApi, play_turn
+from services.bot.client import GameApi, play_turn, play_view
 from services.bot.heads import sqlite_or_postgres, unfinished_games
 from services.bot.policies import Outcome
 from services.bot.seats import SeatDirectory
+from services.lobby.store import LobbyStore
 from services.platform.bus import Bus
 
 _log = structlog.get_logger(component="bots")
@@ -37,6 +38,8 @@ class BotService:
         """Lost races in a row after which a worker waits for the next event."""
         self._dirty: set[str] = set()
         self._workers: dict[str, asyncio.Task[None]] = {}
+        self._next_bot: dict[str, int] = {}
+        """Per game, the bot seat likely to act next (the one after the last bot move)."""
         self._seen: dict[str, int] = {}
         """The latest seq a worker looked at, per game: older bus events wake nobody."""
         self.moves = 0
@@ -57,6 +60,22 @@ class BotService:
                     self.kick(published.game_id)
         finally:
             await self.stop()
+
+    async def sweep_takeovers(self, store: LobbyStore, *, period_seconds: float = 2.0) -> None:
+        """Every ``period_seconds``, wake the matches where a bot stands in for a player.
+
+        A takeover written by another process (its lobby or presence) produces no game
+        event, so this sweep is how this process learns of it; in one process the lobby
+        kicks the game at once.
+        """
+        while True:
+            try:
+                for table in await asyncio.to_thread(store.playing):
+                    if any(seat.taken_over_by_bot for seat in table.seats):
+                        self.kick(table.game_id)
+            except Exception:
+                _log.exception("takeover_sweep_failed")
+            await asyncio.sleep(period_seconds)
 
     def kick(self, game_id: str) -> None:
         """Look at ``game_id`` again soon (its worker starts if it is not running)."""
@@ -110,22 +129,37 @@ class BotService:
                 self._dirty.discard(game_id)
 
     async def _step(self, game_id: str) -> Outcome:
-        """Play one bot move of ``game_id`` if a bot is to act."""
-        public = await self.api.view(game_id, None)
-        seat = public.turn
-        if public.is_over:
+        """Play one bot move of ``game_id`` if a bot is to act.
+
+        Whose turn it is comes from the public view, or, right after a bot move, from the
+        view of the bot seat expected to act next (every view says whose turn it is): when
+        the guess is right that view is the one its policy needs, saving a call.
+        """
+        guess = self._next_bot.pop(game_id, None)
+        first = await self.api.view(game_id, guess)
+        if first.is_over:
             self._seen.pop(game_id, None)
             return Outcome.NOT_TO_ACT
-        self._seen[game_id] = max(self._seen.get(game_id, 0), public.seq)
+        self._seen[game_id] = max(self._seen.get(game_id, 0), first.seq)
+        seat = first.turn
         if seat is None:
             return Outcome.NOT_TO_ACT
-        control = await self.seats.bot_control(game_id, seat, public.view.players[seat])
+        players = first.view.players
+        control = await self.seats.bot_control(game_id, seat, players[seat])
         if control is None:
             return Outcome.NOT_TO_ACT
-        outcome = await play_turn(
-            self.api, game_id, seat, control.level, expected_seq=public.seq,
-            command_id=f"bot:{game_id}:{public.seq}", automatic=control.automatic,
-        )
+        command_id = f"bot:{game_id}:{first.seq}"
+        if seat == guess:
+            outcome = await play_view(self.api, game_id, first, control.level,
+                                      command_id=command_id, automatic=control.automatic)
+        else:
+            outcome = await play_turn(
+                self.api, game_id, seat, control.level, expected_seq=first.seq,
+                command_id=command_id, automatic=control.automatic,
+            )
         if outcome is Outcome.PLAYED:
             self.moves += 1
+            following = (seat + 1) % len(players)
+            if players[following].is_bot:  # only ever look at a bot's own seat
+                self._next_bot[game_id] = following
         return outcome

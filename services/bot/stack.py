@@ -17,7 +17,7 @@ from typing import Any
 
 import grpc
 
-from dast.v1 import game_pb2
+from dast.v1 import game_pb2, lobby_pb2
 from services.bot.client import GrpcGameApi
 from services.bot.presence import Presence, PresenceGameService, mount_game_service_with_presence
 from services.bot.seats import LobbySeats
@@ -27,6 +27,7 @@ from services.lobby.app import SERVICE_NAME as LOBBY_SERVICE_NAME
 from services.lobby.app import Lobby, mount_lobby_service
 from services.lobby.changes import Tables
 from services.lobby.store import LobbyStore
+from services.lobby.tables import Update
 from services.platform.bus import Bus, open_bus
 from services.platform.metrics import GameMetrics
 from services.platform.relay import Relay
@@ -99,6 +100,8 @@ class PlayStack:
         if self.options.bots:
             self.bots = BotService(api, seats)
             self.presence.set_on_takeover(self.bots.kick)
+            self.tables.add_listener(self._kick_on_takeover)
+            self._spawn(self.bots.sweep_takeovers(self.lobby_store))
             self._spawn(self.bots.run(self.bus, durable=f"{prefix}bots",
                                       restore_from=self.restore_url))
         if self.options.timers:
@@ -107,6 +110,12 @@ class PlayStack:
                                         restore_from=self.restore_url))
         if self.options.presence:
             self._spawn(self.presence.sweep_forever())
+
+    def _kick_on_takeover(self, table: lobby_pb2.Table, updates: list[Update]) -> None:
+        """A seat a bot took over (the player left) may be the one to act: look now."""
+        taken = lobby_pb2.TABLE_UPDATE_KIND_SEAT_TAKEN_OVER_BY_BOT
+        if self.bots is not None and table.game_id and any(u.kind == taken for u in updates):
+            self.bots.kick(table.game_id)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         self._tasks.append(asyncio.ensure_future(work))

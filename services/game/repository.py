@@ -136,9 +136,7 @@ class GameRepository:
         :raises GameExists: if the id is taken.
         """
         if self._writes is not None:
-            await asyncio.wrap_future(
-                self._writes.create_game_future(game_id, game_type, entries, relayed=relayed)
-            )
+            await self._writes.create_game_async(game_id, game_type, entries, relayed=relayed)
         else:
             await asyncio.to_thread(
                 self.store.create_game, game_id, game_type, entries, relayed=relayed
@@ -161,10 +159,8 @@ class GameRepository:
         :raises ConcurrencyConflict: if another writer took the seq first.
         """
         if self._writes is not None:
-            result = await asyncio.wrap_future(
-                self._writes.append_future(
-                    snapshot.game_id, entries, command_id=command_id, relayed=relayed
-                )
+            result = await self._writes.append_async(
+                snapshot.game_id, entries, command_id=command_id, relayed=relayed
             )
         else:
             result = await asyncio.to_thread(

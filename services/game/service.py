@@ -154,7 +154,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
                 game_id, game.GAME_TYPE, entries, relayed=self.commands.inline_bus is not None
             )
             await self.commands.published(snapshot, entries)
-            self.metrics.appended.labels(game.NAME).inc(len(entries))
+            self.metrics.child(self.metrics.appended, game.NAME).inc(len(entries))
             _log.info("game_created", game_id=game_id, game=game.NAME, seq=snapshot.seq)
             return game_pb2.CreateGameResponse(
                 game_id=game_id, server_seed_commitment=commit(seed), seq=snapshot.seq
@@ -201,18 +201,20 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             )
             result = "duplicate" if outcome.duplicate else "accepted"
             if not outcome.duplicate:
-                self.metrics.appended.labels(label).inc(len(outcome.entries))
-            self.metrics.commands.labels(label, result).inc()
+                self.metrics.child(self.metrics.appended, label).inc(len(outcome.entries))
+            self.metrics.child(self.metrics.commands, label, result).inc()
             _log.debug("command", game_id=game_id, seq=outcome.snapshot.seq, outcome=result)
             return reply
         except Exception as exc:
             code, reason, _ = status_of(_known(exc, request.game_id))
-            self.metrics.commands.labels(label, code.name.lower()).inc()
+            self.metrics.child(self.metrics.commands, label, code.name.lower()).inc()
             _log.info("command_refused", game_id=request.game_id[:64],
                       expected_seq=request.expected_seq, status=code.name, reason=reason)
             await self._fail(context, exc, request.game_id)
         finally:
-            self.metrics.command_seconds.labels(label).observe(time.perf_counter() - started)
+            self.metrics.child(self.metrics.command_seconds, label).observe(
+                time.perf_counter() - started
+            )
 
     async def GetView(
         self, request: game_pb2.GetViewRequest, context: grpc.aio.ServicerContext

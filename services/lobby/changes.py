@@ -15,7 +15,7 @@ import grpc
 
 from dast.v1 import lobby_pb2
 from services.lobby.store import LobbyStore, StaleTable
-from services.lobby.tables import Change
+from services.lobby.tables import Change, Update
 from services.platform.errors import ServiceError
 
 _ATTEMPTS = 8
@@ -62,6 +62,16 @@ class Tables:
         self.store = store
         self.watchers = watchers or TableWatchers()
         self._clock = clock
+        self._listeners: list[Callable[[lobby_pb2.Table, list[Update]], None]] = []
+
+    def add_listener(self, listener: Callable[[lobby_pb2.Table, list[Update]], None]) -> None:
+        """Call ``listener(table, updates)`` after every change this process saves."""
+        self._listeners.append(listener)
+
+    def _changed(self, table: lobby_pb2.Table, updates: list[Update]) -> None:
+        self.watchers.changed(table.table_id)
+        for listener in self._listeners:
+            listener(table, updates)
 
     async def get(self, table_id: str) -> lobby_pb2.Table:
         """The stored table.
@@ -75,7 +85,7 @@ class Tables:
         table = await asyncio.to_thread(
             self.store.create, change.table, change.updates, self._clock()
         )
-        self.watchers.changed(table.table_id)
+        self._changed(table, change.updates)
         return table
 
     async def apply(
@@ -98,7 +108,7 @@ class Tables:
                 )
             except StaleTable:
                 continue
-            self.watchers.changed(table_id)
+            self._changed(saved, change.updates)
             return saved
         raise ServiceError(grpc.StatusCode.ABORTED, "concurrent_change",
                            f"table {table_id} keeps changing; retry")

@@ -166,8 +166,10 @@ class LobbyStore:
         return cls(engine)
 
     def close(self) -> None:
-        """Release connections."""
-        self._engine.dispose()
+        """Release connections (after any call still running in another thread: an
+        in-memory SQLite database is one connection, closing it under a query crashes)."""
+        with self._lock:
+            self._engine.dispose()
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[Connection]:

@@ -187,11 +187,36 @@ def _wrap_stream(
     return run
 
 
+_MAX_WRAPPED: Final = 10_000
+"""Wrapped handlers an interceptor remembers (one per method and caller identity)."""
+
+
+class WrappedHandlers:
+    """Handlers an interceptor derived from the server's, remembered so that a call does not
+    build closures and a new handler tuple every time (keyed by the original handler)."""
+
+    def __init__(self) -> None:
+        self._wrapped: dict[tuple[int, object], tuple[grpc.RpcMethodHandler, Any]] = {}
+
+    def get(self, handler: grpc.RpcMethodHandler, key: object) -> Any:
+        """The wrapper stored for ``handler`` and ``key``, or None."""
+        found = self._wrapped.get((id(handler), key))
+        return found[1] if found is not None and found[0] is handler else None
+
+    def put(self, handler: grpc.RpcMethodHandler, key: object, wrapped: Any) -> Any:
+        """Remember ``wrapped`` for ``handler`` and ``key``; return it."""
+        if len(self._wrapped) >= _MAX_WRAPPED:
+            self._wrapped.clear()  # rare (many identities); costs only re-wrapping
+        self._wrapped[(id(handler), key)] = (handler, wrapped)
+        return wrapped
+
+
 class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Checks the bearer token of every call and exposes the caller's identity."""
 
     def __init__(self, secret: str) -> None:
         self._tokens = TokenCache(secret)
+        self._handlers = WrappedHandlers()
 
     async def intercept_service(
         self,
@@ -208,8 +233,13 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             identity = self._tokens.identity(token)
         except AuthError as exc:
             return _denied(handler, str(exc))
+        wrapped = self._handlers.get(handler, identity)
+        if wrapped is not None:
+            return wrapped
         if handler.unary_unary is not None:
-            return handler._replace(unary_unary=_wrap_unary(handler.unary_unary, identity))
-        if handler.unary_stream is not None:
-            return handler._replace(unary_stream=_wrap_stream(handler.unary_stream, identity))
-        return handler
+            wrapped = handler._replace(unary_unary=_wrap_unary(handler.unary_unary, identity))
+        elif handler.unary_stream is not None:
+            wrapped = handler._replace(unary_stream=_wrap_stream(handler.unary_stream, identity))
+        else:
+            return handler
+        return self._handlers.put(handler, identity, wrapped)

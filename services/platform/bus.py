@@ -229,14 +229,20 @@ class InProcessBus:
         if self._closed:
             raise RuntimeError("the bus is closed")
         now = asyncio.get_running_loop().time()
+        # Who receives is fixed for the whole call (nothing here awaits): look it up once.
+        streams = list(self._live.get(game_id, ()))
+        queues = [*self._groups.values(), *self._ephemeral] if self._ephemeral else list(
+            self._groups.values()
+        )
         for entry in entries:
             if not self._dedup.first_time(message_id(game_id, entry.event.seq), now):
                 continue
-            for stream in list(self._live.get(game_id, ())):
+            for stream in streams:
                 stream.deliver(entry)
-            published = Published(game_type, game_id, entry)
-            for queue in [*self._groups.values(), *self._ephemeral]:
-                queue.put_nowait(published)
+            if queues:
+                published = Published(game_type, game_id, entry)
+                for queue in queues:
+                    queue.put_nowait(published)
 
     def live(self, game_id: str) -> LiveStream:
         """See :meth:`Bus.live` (subscribed on return)."""

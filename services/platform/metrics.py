@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, start_http_server
 
@@ -39,6 +39,16 @@ class GameMetrics:
             "dast_relay_lag_seconds", "Delay from append to live delivery.",
             buckets=_LATENCY_BUCKETS, registry=registry,
         )
+        self._children: dict[tuple[object, tuple[str, ...]], Any] = {}
+
+    def child(self, metric: Counter | Histogram, *labels: str) -> Any:
+        """``metric.labels(*labels)``, looked up once (``labels`` takes a lock and builds a
+        key on every call; the commands path calls it three times per command)."""
+        key = (metric, labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
 
 
 _DEFAULT: GameMetrics | None = None

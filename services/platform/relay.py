@@ -95,19 +95,28 @@ class Relay:
             lease_ms=self._lease_ms,
         )
         published = 0
+        marks: list[tuple[str, int]] = []  # marked together: one store transaction per pass
         for index, game in enumerate(claimed):
             try:
                 await self._publish(game)
             except BaseException:
                 unfinished = [other.game_id for other in claimed[index:]]
-                await asyncio.shield(asyncio.to_thread(self._store.release, unfinished))
+                await asyncio.shield(self._finish(marks, unfinished))
                 raise
+            if game.entries:
+                marks.append((game.game_id, game.entries[-1].event.seq))
             published += len(game.entries)
+        await self._finish(marks, [])
         return published
+
+    async def _finish(self, marks: list[tuple[str, int]], unfinished: list[str]) -> None:
+        """Mark what reached the bus as relayed and release the claims not published."""
+        if marks:
+            await asyncio.to_thread(self._store.mark_relayed_many, marks)
+        if unfinished:
+            await asyncio.to_thread(self._store.release, unfinished)
 
     async def _publish(self, game: Unrelayed) -> None:
         if game.entries:
             await self._bus.publish(game_type_name(game.game_type), game.game_id, game.entries)
             self.published_events += len(game.entries)
-            last_seq = game.entries[-1].event.seq
-            await asyncio.to_thread(self._store.mark_relayed, game.game_id, last_seq)

@@ -16,7 +16,7 @@ from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from services.platform.auth import AuthInterceptor
+from services.platform.auth import AuthInterceptor, WrappedHandlers
 
 KEEPALIVE_OPTIONS: Final[tuple[tuple[str, int], ...]] = (
     ("grpc.keepalive_time_ms", 60_000),
@@ -49,6 +49,9 @@ _MALFORMED: Final = _Malformed()
 class MalformedRequestInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Answers requests whose bytes do not parse with INVALID_ARGUMENT (not UNKNOWN)."""
 
+    def __init__(self) -> None:
+        self._handlers = WrappedHandlers()
+
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
@@ -57,39 +60,46 @@ class MalformedRequestInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[m
         handler = await continuation(details)
         if handler is None or handler.request_deserializer is None:
             return handler
-        parse = handler.request_deserializer
+        wrapped = self._handlers.get(handler, details.method)
+        if wrapped is None:
+            refusing = _refusing_malformed(handler, details.method)
+            wrapped = self._handlers.put(handler, details.method, refusing)
+        return wrapped
 
-        def deserialize(data: bytes) -> Any:
-            try:
-                return parse(data)
-            except DecodeError:
-                return _MALFORMED
 
-        async def refuse(context: grpc.aio.ServicerContext) -> None:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT, f"{details.method}: request does not parse"
-            )
+def _refusing_malformed(handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
+    """``handler`` answering unparsable requests with INVALID_ARGUMENT."""
+    parse = handler.request_deserializer
 
-        if handler.unary_unary is not None:
-            behavior = handler.unary_unary
+    def deserialize(data: bytes) -> Any:
+        try:
+            return parse(data)
+        except DecodeError:
+            return _MALFORMED
 
-            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                if request is _MALFORMED:
-                    await refuse(context)
-                return await behavior(request, context)
+    async def refuse(context: grpc.aio.ServicerContext) -> None:
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{method}: request does not parse")
 
-            return handler._replace(request_deserializer=deserialize, unary_unary=unary)
-        if handler.unary_stream is not None:
-            stream_behavior = handler.unary_stream
+    if handler.unary_unary is not None:
+        behavior = handler.unary_unary
 
-            async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                if request is _MALFORMED:
-                    await refuse(context)
-                async for response in stream_behavior(request, context):
-                    yield response
+        async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            if request is _MALFORMED:
+                await refuse(context)
+            return await behavior(request, context)
 
-            return handler._replace(request_deserializer=deserialize, unary_stream=stream)
-        return handler
+        return handler._replace(request_deserializer=deserialize, unary_unary=unary)
+    if handler.unary_stream is not None:
+        stream_behavior = handler.unary_stream
+
+        async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            if request is _MALFORMED:
+                await refuse(context)
+            async for response in stream_behavior(request, context):
+                yield response
+
+        return handler._replace(request_deserializer=deserialize, unary_stream=stream)
+    return handler
 
 
 def make_server(

@@ -17,7 +17,7 @@ Errors::
 Implementations: :class:`MemoryEventStore` (here, for unit tests) and
 :class:`services.platform.store_sql.SqlEventStore` (SQLite and PostgreSQL), chosen by
 :func:`open_store`. All are synchronous and thread-safe. The SQL store also offers its writes
-as futures (:class:`SubmitsWrites`), completed by its group-commit writer thread, so that
+as coroutines (:class:`SubmitsWrites`), settled by its group-commit writer thread, so that
 async code awaits them without a thread hop; other stores are called through
 ``asyncio.to_thread``.
 
@@ -31,7 +31,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -150,26 +149,24 @@ class EventStore(Protocol):
 
 @runtime_checkable
 class SubmitsWrites(Protocol):
-    """A store whose writes can be awaited as futures (no thread hop for the caller)."""
+    """A store whose writes are awaited on the event loop without a thread hop (the SQL
+    store's group-commit writer settles them)."""
 
-    def create_game_future(
+    async def create_game_async(
         self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False
-    ) -> Future[None]:
-        """:meth:`EventStore.create_game`, done when committed (its errors in the future).
-
-        :raises InvalidEntries: at once, if the entries do not start a chain at seq 1.
-        """
+    ) -> None:
+        """:meth:`EventStore.create_game`, returning once committed (same errors)."""
         ...
 
-    def append_future(
+    async def append_async(
         self,
         game_id: str,
         entries: Sequence[LogEntry],
         *,
         command_id: str | None,
         relayed: bool = False,
-    ) -> Future[AppendResult]:
-        """:meth:`EventStore.append`, done when committed (its errors in the future)."""
+    ) -> AppendResult:
+        """:meth:`EventStore.append`, returning once committed (same errors)."""
         ...
 
 
@@ -189,6 +186,10 @@ class OutboxStore(EventStore, Protocol):
 
     def mark_relayed(self, game_id: str, seq: int) -> None:
         """Record that every event of the game up to ``seq`` reached the bus; end the claim."""
+        ...
+
+    def mark_relayed_many(self, marks: Sequence[tuple[str, int]]) -> None:
+        """:meth:`mark_relayed` for several ``(game_id, seq)`` at once (one transaction)."""
         ...
 
     def release(self, game_ids: Sequence[str]) -> None:
@@ -353,6 +354,11 @@ class MemoryEventStore:
             game = self._game(game_id)
             game.relayed_seq = max(game.relayed_seq, seq)
             game.lease_until_ms = 0
+
+    def mark_relayed_many(self, marks: Sequence[tuple[str, int]]) -> None:
+        """See :meth:`OutboxStore.mark_relayed_many`."""
+        for game_id, seq in marks:
+            self.mark_relayed(game_id, seq)
 
     def release(self, game_ids: Sequence[str]) -> None:
         """See :meth:`OutboxStore.release`."""

@@ -21,7 +21,16 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, select, text, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    bindparam,
+    create_engine,
+    event,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 from sqlmodel import SQLModel
@@ -141,7 +150,7 @@ class SqlEventStore:
     def create_game_future(
         self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False
     ) -> Future[None]:
-        """See :meth:`SubmitsWrites.create_game_future`."""
+        """:meth:`create_game`, done when committed (its errors in the future)."""
         check_continuation(game_id, 0, GENESIS_HASH, entries)
         return self._writer.submit(
             create_write(self._sql, game_id, game_type, entries, relayed=relayed)
@@ -166,8 +175,30 @@ class SqlEventStore:
         command_id: str | None,
         relayed: bool = False,
     ) -> Future[AppendResult]:
-        """See :meth:`SubmitsWrites.append_future`."""
+        """:meth:`append`, done when committed (its errors in the future)."""
         return self._writer.submit(
+            append_write(self._sql, game_id, entries, command_id, relayed=relayed)
+        )
+
+    async def create_game_async(
+        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False
+    ) -> None:
+        """See :meth:`SubmitsWrites.create_game_async`."""
+        check_continuation(game_id, 0, GENESIS_HASH, entries)
+        await self._writer.submit_async(
+            create_write(self._sql, game_id, game_type, entries, relayed=relayed)
+        )
+
+    async def append_async(
+        self,
+        game_id: str,
+        entries: Sequence[LogEntry],
+        *,
+        command_id: str | None,
+        relayed: bool = False,
+    ) -> AppendResult:
+        """See :meth:`SubmitsWrites.append_async`."""
+        return await self._writer.submit_async(
             append_write(self._sql, game_id, entries, command_id, relayed=relayed)
         )
 
@@ -274,6 +305,22 @@ class SqlEventStore:
                 update(GAMES)
                 .where(GAMES.c.game_id == game_id, GAMES.c.relayed_seq < seq)
                 .values(relayed_seq=seq, relay_lease_until_ms=0)
+            )
+
+    def mark_relayed_many(self, marks: Sequence[tuple[str, int]]) -> None:
+        """See :meth:`OutboxStore.mark_relayed_many`."""
+        if not marks:
+            return
+        with self._transaction() as connection:
+            connection.execute(
+                update(GAMES)
+                .where(
+                    GAMES.c.game_id == bindparam("marked_game"),
+                    GAMES.c.relayed_seq < bindparam("marked_seq"),
+                )
+                .values(relayed_seq=bindparam("marked_seq"), relay_lease_until_ms=0),
+                # in game_id order, as the store's writer locks games: no deadlock between them
+                [{"marked_game": game, "marked_seq": seq} for game, seq in sorted(marks)],
             )
 
     def release(self, game_ids: Sequence[str]) -> None:

@@ -17,16 +17,19 @@ Each write stays all-or-nothing with its own outcome:
   transaction, so that one failure never fails another write.
 
 A write's future completes only after its transaction committed, so a caller never replies
-to a client before its events are durable.
+to a client before its events are durable. Writes submitted from an event loop
+(:meth:`GroupWriter.submit_async`) are settled with ONE ``call_soon_threadsafe`` per batch
+and loop, instead of one wake-up of the loop per write.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from typing import Any, Generic, TypeVar
 
 from services.platform.store import StoreError
@@ -53,16 +56,35 @@ class Write(Generic[T]):
     transaction, after a constraint violation or :class:`LostRace` when run alone) returns
     the result or raises the StoreError that the violation means."""
 
-    __slots__ = ("future", "recover", "run")
+    __slots__ = ("future", "lock_key", "loop", "recover", "run")
 
     def __init__(
         self,
         run: Callable[[Cursor], T],
         recover: Callable[[Cursor, Exception], T] | None = None,
+        *,
+        lock_key: str = "",
     ) -> None:
         self.run = run
         self.recover = recover
-        self.future: Future[T] = Future()
+        self.lock_key = lock_key
+        """What the write locks (its game id): a batch runs its writes in this order, so that
+        two transactions locking several games take them in one order and never deadlock."""
+        self.future: Future[T] | asyncio.Future[T]
+        """Set by :meth:`GroupWriter.submit` or :meth:`GroupWriter.submit_async`."""
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The loop owning ``future`` when it is an asyncio future."""
+
+
+def _settle(outcomes: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    """Complete a batch's asyncio futures (runs on their loop)."""
+    for future, ok, value in outcomes:
+        if future.cancelled():
+            continue  # the caller gave up waiting; the write stands (or failed) regardless
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
 
 
 class GroupWriter:
@@ -100,10 +122,26 @@ class GroupWriter:
 
         :raises RuntimeError: if the writer is closed.
         """
+        future: Future[T] = Future()
+        write.future = future
+        self._enqueue(write)
+        return future
+
+    def submit_async(self, write: Write[T]) -> asyncio.Future[T]:
+        """Queue ``write`` from the running event loop; await the returned future.
+
+        :raises RuntimeError: if the writer is closed, or outside an event loop.
+        """
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        write.future, write.loop = future, loop
+        self._enqueue(write)
+        return future
+
+    def _enqueue(self, write: Write[Any]) -> None:
         if self._closed:
             raise RuntimeError("the store is closed")
         self._queue.put(write)
-        return write.future
 
     def close(self) -> None:
         """Finish the queued writes, stop the thread, and close the connection."""
@@ -135,6 +173,15 @@ class GroupWriter:
                     return
         finally:
             self._drop_connection(invalidate=False)
+            # Writes that raced close() behind the sentinel must not wait forever.
+            late: list[Write[Any]] = []
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    write = self._queue.get_nowait()
+                    if write is not None:
+                        late.append(write)
+            closed = RuntimeError("the store is closed")
+            self._settle_batch(late, [(False, closed)] * len(late))
 
     def _cursor(self) -> Cursor:
         if self._connection is None:
@@ -182,22 +229,38 @@ class GroupWriter:
             except Exception:
                 self._rollback()
                 outcomes = [self._alone(write) for write in batch]
+        self._settle_batch(batch, outcomes)
+
+    @staticmethod
+    def _settle_batch(batch: list[Write[Any]], outcomes: list[tuple[bool, Any]]) -> None:
+        """Complete every write's future: concurrent ones here, asyncio ones on their loop."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
         for write, (ok, value) in zip(batch, outcomes, strict=True):
-            if ok:
-                write.future.set_result(value)
+            if write.loop is not None:
+                future = write.future
+                assert isinstance(future, asyncio.Future)
+                by_loop.setdefault(write.loop, []).append((future, ok, value))
             else:
-                write.future.set_exception(value)
+                with contextlib.suppress(InvalidStateError):  # the caller cancelled it
+                    if ok:
+                        write.future.set_result(value)
+                    else:
+                        write.future.set_exception(value)
+        for loop, settled in by_loop.items():
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                loop.call_soon_threadsafe(_settle, settled)
 
     def _together(self, batch: list[Write[Any]]) -> list[tuple[bool, Any]]:
         """Run the batch in one transaction; raise (to roll back) on anything but a refusal."""
         cursor = self._cursor()
         self._transaction_start(cursor)
-        outcomes: list[tuple[bool, Any]] = []
-        for write in batch:
+        outcomes: list[tuple[bool, Any]] = [(False, None)] * len(batch)
+        # A stable sort: one game's writes keep their order (their seqs follow each other).
+        for index in sorted(range(len(batch)), key=lambda i: batch[i].lock_key):
             try:
-                outcomes.append((True, write.run(cursor)))
+                outcomes[index] = (True, batch[index].run(cursor))
             except StoreError as refused:  # raised before the write changed anything
-                outcomes.append((False, refused))
+                outcomes[index] = (False, refused)
         self._commit()
         return outcomes
 

@@ -47,3 +47,41 @@ async def test_a_hokm_match_with_bots_and_a_timeout_on_postgres_and_nats(
             return bool(current.status == lobby_pb2.TABLE_STATUS_FINISHED)
 
         await wait_for(finished, seconds=20)
+
+
+async def test_two_replicas_share_the_bots_durable_consumer_and_finish_a_match(
+    pg_url: str, nats_url: str, nats_names: NatsNames,
+) -> None:
+    # DESIGN.md "Scale-out": consumers scale by sharing durable consumers; any replica's
+    # game service takes any command and the store settles races.
+    from dast.v1 import game_pb2, game_pb2_grpc, hokm_pb2
+    from services.bot.policies import SeatView
+    from services.platform.auth import Role, mint_token
+
+    names = {"stream": nats_names.stream, "subject_prefix": nats_names.subject_prefix}
+    options = StackOptions(timers=False, presence=False)
+    metadata = (("authorization", f"Bearer {mint_token(SECRET, 'tester', Role.SERVICE)}"),)
+    async with running_stack(SECRET, store_url=pg_url, nats_url=nats_url, options=options,
+                             **names) as first, \
+            running_stack(SECRET, store_url=pg_url, nats_url=nats_url, options=options,
+                          **names) as second, \
+            grpc.aio.insecure_channel(first.address) as channel:
+        stub = game_pb2_grpc.GameServiceStub(channel)
+        players = [common_pb2.Player(player_id=f"bot:basic:{s}", is_bot=True) for s in range(4)]
+        created = await stub.CreateGame(game_pb2.CreateGameRequest(
+            game_type=common_pb2.GAME_TYPE_HOKM, players=players,
+            hokm=hokm_pb2.HokmRules(target_score=3)), metadata=metadata)
+
+        async def over() -> bool:
+            reply = await stub.GetView(game_pb2.GetViewRequest(game_id=created.game_id),
+                                       metadata=metadata)
+            return SeatView.of(reply).is_over
+
+        await wait_for(over, seconds=120, step=0.2)
+        entries = await asyncio.to_thread(first.store.load, created.game_id, 0)
+        bots = [run.stack.bots for run in (first, second)]
+        assert bots[0] is not None and bots[1] is not None
+        played = sum(1 for e in entries if e.event.hokm.WhichOneof("kind") in (
+            "card_played", "trump_declared"))
+        # Every move was appended exactly once, by one replica or the other.
+        assert bots[0].moves + bots[1].moves == played

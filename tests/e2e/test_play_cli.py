@@ -52,6 +52,54 @@ def server_address() -> Iterator[str]:
     thread.join(timeout=30)
 
 
+def _spawn(server_address: str, home: Path, *args: str) -> pexpect.spawn:
+    env = {**os.environ, "NO_COLOR": "1", "TERM": "dumb", "HOME": str(home)}
+    home.mkdir(exist_ok=True)
+    return pexpect.spawn(
+        sys.executable, ["-m", "services.cli.play", "--server", server_address, *args],
+        cwd=str(ROOT), env=env, encoding="utf-8", timeout=60, dimensions=(60, 250),
+    )
+
+
+def test_two_people_play_a_private_table_with_two_bots(
+    server_address: str, tmp_path: Path
+) -> None:
+    host = _spawn(server_address, tmp_path / "host", "--name", "Host", "--private",
+                  "--target", "3", "--turn-seconds", "0")
+    friend: pexpect.spawn | None = None
+    try:
+        host.expect(r"invite code (\w+)")
+        code = host.match.group(1)
+        host.expect("lobby> ")
+        friend = _spawn(server_address, tmp_path / "friend", "--name", "Friend",
+                        "--invite", code)
+        friend.expect("Waiting for the host")
+        host.sendline("start")
+        finished = {"host": False, "friend": False}
+        outputs = {"host": "", "friend": ""}
+        while not all(finished.values()):
+            for name, child in (("host", host), ("friend", friend)):
+                if finished[name]:
+                    continue
+                index = child.expect(["play> ", r"rematch\? \[y/N\] ", pexpect.EOF,
+                                      pexpect.TIMEOUT], timeout=0.2)
+                outputs[name] += child.before if isinstance(child.before, str) else ""
+                if index == 0:
+                    child.sendline("1")
+                elif index == 1:
+                    child.sendline("n")
+                elif index == 2:
+                    finished[name] = True
+    finally:
+        host.close(force=True)
+        if friend is not None:
+            friend.close(force=True)
+    assert host.exitstatus == 0 and friend is not None and friend.exitstatus == 0
+    # Both people sat at the table and saw the same match end.
+    for text in outputs.values():
+        assert "1 Friend" in text and "0 Host" in text and "Match over:" in text
+
+
 def test_dast_play_plays_a_whole_hokm_match_in_a_terminal(
     server_address: str, tmp_path: Path
 ) -> None:

@@ -101,23 +101,66 @@ async def _not(predicate: object) -> bool:
     return not await predicate()  # type: ignore[operator]
 
 
-async def test_a_turn_that_runs_out_is_played_by_the_bot_and_logged_automatic() -> None:
-    # turn_seconds 15; the timer's shift makes the 15 s run out after ~0.2 s.
+@pytest.mark.parametrize("game", ["hokm", "hand"])
+async def test_a_turn_that_runs_out_is_played_by_the_bot_and_logged_automatic(game: str) -> None:
+    # turn_seconds 15; the timer's shift makes the 15 s run out after ~0.2 s. The guest
+    # never subscribes, so no presence takeover is involved: only the timer moves for it.
     async with stack(timer_shift_ms=-14_800) as run, \
             grpc.aio.insecure_channel(run.address) as channel:
-        guest = await Guest.sign_in(channel, "device-timeout")
+        guest = await Guest.sign_in(channel, f"device-timeout-{game}")
         settings = lobby_pb2.TableSettings()
-        settings.CopyFrom(HOKM_4)
+        if game == "hokm":
+            settings.CopyFrom(HOKM_4)
+        else:
+            settings.game_type = common_pb2.GAME_TYPE_HAND
+            settings.hand.players = 2
         settings.turn_seconds = 15
         table = await guest.table_with_bots(settings)
 
         async def timed_out() -> list[log_pb2.Event]:
             entries = await asyncio.to_thread(run.store.load, table.game_id, 0)
-            return _automatic_moves_of([e.event for e in entries], 0)
+            return [e.event for e in entries if e.event.automatic]
 
         moves = await wait_for(timed_out, seconds=20)
-        assert moves[0].automatic
-        assert run.stack.timers is not None and run.stack.timers.fired >= 1
+        timers = run.stack.timers
+        assert timers is not None
+
+        async def counted() -> bool:
+            return timers.fired >= 1  # counted once the submit's reply is back
+
+        await wait_for(counted)
+        # Only the guest's seat (0) was ever played automatically.
+        assert {_actor(e) for e in moves} - {None} == {0}
+
+
+_ACTS = ("card_played", "trump_declared", "card_drawn", "card_discarded", "melds_laid",
+         "card_laid_off", "joker_retrieved")
+
+
+def _actor(event: log_pb2.Event) -> int | None:
+    """The seat whose command produced ``event``, for the events naming it."""
+    payload = event.hokm if event.WhichOneof("game") == "hokm" else event.hand
+    kind = payload.WhichOneof("kind")
+    return getattr(payload, kind).seat if kind in _ACTS else None
+
+
+async def test_a_player_who_leaves_mid_game_is_replaced_and_may_come_back() -> None:
+    # rules/hokm.md "What the app adds": leaving mid-game, a bot plays for the player.
+    async with stack() as run, grpc.aio.insecure_channel(run.address) as channel:
+        guest = await Guest.sign_in(channel, "device-leave")
+        table = await guest.table_with_bots(HOKM_4)
+        left = await guest.call("LeaveTable", lobby_pb2.LeaveTableRequest(
+            table_id=table.table_id))
+        assert left.seats[0].taken_over_by_bot and left.seats[0].left
+
+        async def bot_moved_for_player() -> bool:
+            entries = await asyncio.to_thread(run.store.load, table.game_id, 0)
+            return bool(_automatic_moves_of([e.event for e in entries], 0))
+
+        await wait_for(bot_moved_for_player, seconds=20)
+        back = await guest.call("JoinTable", lobby_pb2.JoinTableRequest(
+            table_id=table.table_id))
+        assert not back.seats[0].taken_over_by_bot and not back.seats[0].left
 
 
 async def test_a_timer_pending_when_the_service_dies_fires_after_restart(tmp_path: Path) -> None:

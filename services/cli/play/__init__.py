@@ -158,6 +158,9 @@ class Client:
                 updates.cancel()
                 started: lobby_pb2.Table = update.table
                 return started
+            if update.table.status == lobby_pb2.TABLE_STATUS_CLOSED:
+                self.say("The table was closed.")
+                break
             if update.kind == lobby_pb2.TABLE_UPDATE_KIND_PLAYER_JOINED:
                 self.say(f"{update.player_id} joined seat {update.seat}")
         raise typer.Exit(1)

@@ -274,3 +274,14 @@ class EventStoreContract:
         assert all(isinstance(outcome, ConcurrencyConflict) for outcome in seconds)
         for game_id, log in logs.items():
             assert store.load(game_id) == log + batches[game_id]
+
+    def test_mark_relayed_many_marks_each_game_up_to_its_seq(self, store: OutboxStore) -> None:
+        store.create_game("g1", HOKM, make_entries(1, 3))
+        store.create_game("g2", HOKM, make_entries(1, 2))
+        assert len(store.claim_unrelayed()) == 2
+        store.mark_relayed_many([("g1", 2), ("g2", 2)])
+        again = store.claim_unrelayed()
+        assert [(game.game_id, seqs(game.entries)) for game in again] == [("g1", [3])]
+        store.mark_relayed_many([("g1", 3), ("g2", 1)])  # g2's watermark never moves back
+        store.mark_relayed_many([])
+        assert store.claim_unrelayed(lease_ms=0) == []
