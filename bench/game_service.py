@@ -131,14 +131,20 @@ async def _run_echo(address: str, games: int, seconds: float) -> float:
 
 async def _play(
     stub: game_pb2_grpc.GameServiceStub, metadata: Any, number: int, stop: float,
-    samples: Samples, interval: float, tag: str,
+    samples: Samples, interval: float, tag: str, games: int,
 ) -> None:
     """Create games one after another and play them with commands from a local mirror,
-    one command every ``interval`` seconds (0: back to back)."""
+    one command every ``interval`` seconds (0: back to back).
+
+    Paced, game ``number`` starts ``number / games`` of an interval late, so that the games'
+    commands (and creations) are spread evenly over each interval from the first one on:
+    the offered load is the stated rate, without a burst of every game at once."""
     seed = number.to_bytes(32, "big")
     rules = hokm_pb2.HokmRules(target_score=7)
     seated = [common_pb2.Player(player_id=f"g{number}p{s}") for s in range(4)]
     game_count = 0
+    if interval:
+        await asyncio.sleep(interval * number / games)
     while time.perf_counter() < stop:
         game_count += 1
         created = await stub.CreateGame(game_pb2.CreateGameRequest(
@@ -147,7 +153,7 @@ async def _play(
         ), metadata=metadata)
         state = hokm.replay(hokm.start(rules, seed, seated))
         command_no = 0
-        next_at = time.perf_counter() + interval * (number / 100 % 1)  # spread the games
+        next_at = time.perf_counter()
         while not hokm.is_over(state) and time.perf_counter() < stop:
             if interval:
                 await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
@@ -182,7 +188,7 @@ async def _run_game(
         started = time.perf_counter()
         stop = started + seconds
         await asyncio.gather(
-            *(_play(stub, metadata, n, stop, samples, interval, tag) for n in range(games))
+            *(_play(stub, metadata, n, stop, samples, interval, tag, games) for n in range(games))
         )
         rps, p99 = samples.summary(time.perf_counter() - started)
         return rps, p99, samples.errors

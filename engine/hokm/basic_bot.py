@@ -6,9 +6,9 @@ A pure policy ``(view, rng) -> HokmCommand`` reading only the seat's
 - trump by count: as hakem declare the suit held most ("count matters more than height");
 - cash side aces early, and lead a side card no unseen card can beat (a *master*);
 - play low when the partner is already winning the trick;
-- count trumps: the trumps not yet seen are ``13 - played - held``; with none left out, side
-  masters are safe; while some are out and we hold more than they do, draw them with a
-  high trump first;
+- count trumps: the trumps not yet seen are ``13 - played - held``; while some are out and
+  we hold more than they do, draw them with a high trump first; a side master is led
+  unless an opponent has shown a void in its suit and trumps are still out;
 - otherwise win as cheaply as possible, else throw the lowest card (side suits first).
 
 Deterministic: ``rng`` is unused (the policy signature keeps it).
@@ -77,6 +77,42 @@ def is_master(card: Card, view: hokm_pb2.HokmView) -> bool:
     return all(other in known for other in higher)
 
 
+def void_suits(view: hokm_pb2.HokmView) -> dict[int, set[int]]:
+    """The suits each seat is known to lack this round: it did not follow them when led.
+
+    >>> trick = hokm_pb2.Trick(leader=0, plays=[hokm_pb2.SeatCard(seat=0, card=0),
+    ...                                         hokm_pb2.SeatCard(seat=1, card=13)])
+    >>> void_suits(hokm_pb2.HokmView(tricks=[trick]))
+    {1: {0}}
+    """
+    voids: dict[int, set[int]] = {}
+    tricks: Iterable[hokm_pb2.Trick] = [*view.tricks, view.current_trick]
+    for trick in tricks:
+        if not trick.plays:
+            continue
+        led = _suit(trick.plays[0].card)
+        for play in trick.plays[1:]:
+            if _suit(play.card) != led:
+                voids.setdefault(play.seat, set()).add(led)
+    return voids
+
+
+def _opponents(view: hokm_pb2.HokmView) -> list[int]:
+    seats = len(view.hand_counts)
+    if seats == 4:
+        return [(view.seat + 1) % 4, (view.seat + 3) % 4]
+    return [s for s in range(seats) if s != view.seat]
+
+
+def _may_be_cut(card: Card, view: hokm_pb2.HokmView, trump: int) -> bool:
+    """An opponent known to lack ``card``'s suit may still hold a trump to cut it with."""
+    if trumps_out(view, trump) == 0:
+        return False
+    voids = void_suits(view)
+    return any(_suit(card) in voids.get(seat, set()) and trump not in voids.get(seat, set())
+               for seat in _opponents(view))
+
+
 def declare_suit(hand: Sequence[Card]) -> int:
     """The suit held most (ties: higher total rank, then the lower suit number).
 
@@ -99,7 +135,8 @@ def _lead(view: hokm_pb2.HokmView, cards: list[Card], trump: int) -> Card:
     trumps = sorted((c for c in cards if _suit(c) == trump), reverse=True)
     if out and len(trumps) > out and is_master(trumps[0], view):
         return trumps[0]  # count trumps: we hold more than are out, draw them
-    masters = [c for c in side if is_master(c, view)]
+    # A master is worth leading unless an opponent has shown it can cut that suit.
+    masters = [c for c in side if is_master(c, view) and not _may_be_cut(c, view, trump)]
     if masters:
         return max(masters, key=_rank)
     if side:

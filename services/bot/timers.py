@@ -38,6 +38,10 @@ from services.platform.bus import Bus
 
 _log = structlog.get_logger(component="timers")
 
+_MAX_TURN_STEPS = 20
+"""Decisions a timed-out Hand turn may take after the first (lay-offs included)."""
+
+
 def wall_clock_ms() -> int:
     """Milliseconds since the epoch."""
     return time.time_ns() // 1_000_000
@@ -136,23 +140,37 @@ class TurnTimers:
                 await asyncio.wait_for(self._wake.wait(), max(delay, 0.001))
 
     async def fire(self, deadline: Deadline) -> None:
-        """Play the bot move of ``deadline`` unless the game moved on (errors are logged)."""
+        """Play the bot move of ``deadline`` unless the game moved on (errors are logged).
+
+        In Hand a turn is several decisions (draw, lay melds, discard), each with its own
+        deadline; a seat whose time ran out has its whole turn played at once.
+        """
+        game_id = deadline.game_id
         try:
-            public = await self.api.view(deadline.game_id, None)
+            public = await self.api.view(game_id, None)
             seat = public.turn
             if public.seq != deadline.seq or seat is None or public.is_over:
                 return  # somebody acted meanwhile
-            level = await self.seats.timeout_level(
-                deadline.game_id, seat, public.view.players[seat]
-            )
+            level = await self.seats.timeout_level(game_id, seat, public.view.players[seat])
             outcome = await play_turn(
-                self.api, deadline.game_id, seat, level, expected_seq=deadline.seq,
-                command_id=f"timeout:{deadline.game_id}:{deadline.seq}", automatic=True,
+                self.api, game_id, seat, level, expected_seq=deadline.seq,
+                command_id=f"timeout:{game_id}:{deadline.seq}", automatic=True,
             )
-            if outcome is Outcome.PLAYED:
-                self.fired += 1
-                _log.info("turn_timed_out", game_id=deadline.game_id, seq=deadline.seq,
-                          seat=seat, level=level)
+            if outcome is not Outcome.PLAYED:
+                return
+            self.fired += 1
+            _log.info("turn_timed_out", game_id=game_id, seq=deadline.seq, seat=seat,
+                      level=level)
+            for _ in range(_MAX_TURN_STEPS if public.game == "hand" else 0):
+                public = await self.api.view(game_id, None)
+                if public.turn != seat or public.is_over:
+                    break
+                outcome = await play_turn(
+                    self.api, game_id, seat, level, expected_seq=public.seq,
+                    command_id=f"timeout:{game_id}:{public.seq}", automatic=True,
+                )
+                if outcome is not Outcome.PLAYED:
+                    break
         except grpc.aio.AioRpcError as error:
             _log.warning("timer_call_failed", game_id=deadline.game_id,
                          code=error.code().name, details=error.details())

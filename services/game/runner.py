@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import signal
 import sys
 from collections.abc import Callable
@@ -42,6 +43,7 @@ class Shared:
 
 
 GIL_SWITCH_SECONDS: Final = 0.0005
+GC_YOUNG_THRESHOLD: Final = 10_000
 
 KNOWN_SERVICES: Final = ("game", "lobby", "bot")
 """What ``--services`` may name ("all" = every one). ``lobby`` and ``bot`` run in the play
@@ -178,6 +180,14 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     await component.start(f"{_loopback(settings.listen)}:{port}")
     if settings.metrics_port:
         serve_metrics(settings.metrics_port, settings.metrics_host)
+    # Everything loaded so far (modules, SQLAlchemy, gRPC, protobuf: ~80k objects) lives as
+    # long as the process: keep it out of the cyclic GC, whose full collections otherwise
+    # scan it all and stall every call in flight for 50-60 ms under load.
+    gc.collect()
+    gc.freeze()
+    # A call allocates hundreds of objects: young collections every 700 allocations cost
+    # ~2 % of the CPU at full speed; every 10,000 keeps them rare and still cheap.
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     print(_banner(settings, names, port), flush=True)
     log.info("serving", port=port, services=names)
 

@@ -37,7 +37,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import registry
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Field, SQLModel
@@ -162,7 +162,11 @@ class LobbyStore:
         :raises ValueError: if ``url`` is neither SQLite nor PostgreSQL.
         """
         engine = _engine(url or "sqlite://")
-        LobbyModel.metadata.create_all(engine)
+        try:
+            LobbyModel.metadata.create_all(engine)
+        except DBAPIError:
+            # Another replica created the tables at the same moment: they exist now.
+            LobbyModel.metadata.create_all(engine)
         return cls(engine)
 
     def close(self) -> None:

@@ -223,7 +223,12 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
-        handler = await continuation(details)
+        return self.resolve(await continuation(details), details)
+
+    def resolve(
+        self, handler: grpc.RpcMethodHandler | None, details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler | None:
+        """The handler to run for this call: ``handler`` behind the token check."""
         if handler is None or details.method.startswith(_OPEN_PREFIXES):
             return handler
         token = bearer_of(details.invocation_metadata)

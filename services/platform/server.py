@@ -57,7 +57,12 @@ class MalformedRequestInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[m
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
-        handler = await continuation(details)
+        return self.resolve(await continuation(details), details)
+
+    def resolve(
+        self, handler: grpc.RpcMethodHandler | None, details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler | None:
+        """The handler to run for this call: ``handler`` refusing unparsable requests."""
         if handler is None or handler.request_deserializer is None:
             return handler
         wrapped = self._handlers.get(handler, details.method)
@@ -102,6 +107,23 @@ def _refusing_malformed(handler: grpc.RpcMethodHandler, method: str) -> grpc.Rpc
     return handler
 
 
+class DastInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """:class:`AuthInterceptor` then :class:`MalformedRequestInterceptor` as ONE interceptor:
+    grpc.aio runs every interceptor of the chain as its own coroutine on every call."""
+
+    def __init__(self, jwt_secret: str) -> None:
+        self._auth = AuthInterceptor(jwt_secret)
+        self._malformed = MalformedRequestInterceptor()
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(details)
+        return self._malformed.resolve(self._auth.resolve(handler, details), details)
+
+
 def make_server(
     jwt_secret: str,
     *,
@@ -110,9 +132,7 @@ def make_server(
 ) -> grpc.aio.Server:
     """An asyncio gRPC server with authentication, not yet bound nor started."""
     return grpc.aio.server(
-        interceptors=[
-            MalformedRequestInterceptor(), AuthInterceptor(jwt_secret), *extra_interceptors
-        ],
+        interceptors=[DastInterceptor(jwt_secret), *extra_interceptors],
         options=server_options(max_message_bytes),
     )
 

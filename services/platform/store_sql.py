@@ -68,6 +68,17 @@ _CLAIM_POSTGRES = text(
     """
 )
 
+# The claimed games' events after each one's watermark, in (game_id, seq) order.
+_UNRELAYED_POSTGRES = text(
+    """
+    SELECT e.game_id, e.event, e.hash
+    FROM unnest(CAST(:ids AS text[]), CAST(:after AS bigint[])) AS claimed(game_id, after_seq)
+    JOIN events e ON e.game_id = claimed.game_id
+        AND e.seq > claimed.after_seq AND e.seq <= claimed.after_seq + :max_events
+    ORDER BY e.game_id, e.seq
+    """
+)
+
 
 def _entry(event_bytes: bytes, hash_: bytes) -> LogEntry:
     return entry_of(event_bytes, hash_)
@@ -287,16 +298,36 @@ class SqlEventStore:
                         .where(GAMES.c.game_id.in_([game.game_id for game in games]))
                         .values(relay_lease_until_ms=now + lease_ms)
                     )
-            return [
-                Unrelayed(
-                    game.game_id,
-                    game.game_type,
-                    self._select_entries(
-                        connection, game.game_id, game.relayed_seq, game.relayed_seq + max_events
-                    ),
-                )
-                for game in games
-            ]
+            if not self._is_postgres:
+                return [
+                    Unrelayed(
+                        game.game_id,
+                        game.game_type,
+                        self._select_entries(
+                            connection, game.game_id, game.relayed_seq,
+                            game.relayed_seq + max_events,
+                        ),
+                    )
+                    for game in games
+                ]
+        if not games:
+            return []
+        # PostgreSQL: the claim's transaction held the claimed games' rows, which every append
+        # to them waits for; the lease now keeps other relays off, so read the events after
+        # the commit, all games in one query.
+        pending: dict[str, list[LogEntry]] = {game.game_id: [] for game in games}
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                _UNRELAYED_POSTGRES,
+                {
+                    "ids": [game.game_id for game in games],
+                    "after": [game.relayed_seq for game in games],
+                    "max_events": max_events,
+                },
+            )
+            for row in rows:
+                pending[row.game_id].append(_entry(row.event, row.hash))
+        return [Unrelayed(game.game_id, game.game_type, pending[game.game_id]) for game in games]
 
     def mark_relayed(self, game_id: str, seq: int) -> None:
         """See :meth:`OutboxStore.mark_relayed`."""

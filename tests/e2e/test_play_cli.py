@@ -82,7 +82,7 @@ def test_two_people_play_a_private_table_with_two_bots(
                 if finished[name]:
                     continue
                 index = child.expect(["play> ", r"rematch\? \[y/N\] ", pexpect.EOF,
-                                      pexpect.TIMEOUT], timeout=0.2)
+                                      pexpect.TIMEOUT], timeout=0.05)
                 outputs[name] += child.before if isinstance(child.before, str) else ""
                 if index == 0:
                     child.sendline("1")

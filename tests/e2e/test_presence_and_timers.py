@@ -75,6 +75,7 @@ async def test_a_disconnected_player_is_replaced_by_a_bot_and_gets_the_seat_back
         )
         await anext(aiter(back))
         await wait_for(lambda: _not(taken_over), seconds=10)
+        await asyncio.sleep(0.3)  # a bot move decided just before the return may still land
 
         # From now on nobody moves for the player: the game waits at its turn.
         async def players_turn() -> bool:
@@ -131,6 +132,14 @@ async def test_a_turn_that_runs_out_is_played_by_the_bot_and_logged_automatic(ga
         await wait_for(counted)
         # Only the guest's seat (0) was ever played automatically.
         assert {_actor(e) for e in moves} - {None} == {0}
+        if game == "hand":
+            # A timed-out Hand turn is played whole: the draw and the discard that ends it.
+            async def discarded() -> bool:
+                entries = await asyncio.to_thread(run.store.load, table.game_id, 0)
+                return any(e.event.automatic and e.event.hand.HasField("card_discarded")
+                           for e in entries)
+
+            await wait_for(discarded)
 
 
 _ACTS = ("card_played", "trump_declared", "card_drawn", "card_discarded", "melds_laid",

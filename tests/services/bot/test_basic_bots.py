@@ -100,3 +100,19 @@ def test_basic_hand_bots_finish_a_partnership_match() -> None:
     rules = hand_pb2.HandRules(players=4, partnerships=True, rounds=1)
     events = play_hand(rules, bytes(32), [hand_basic.basic_policy] * 4, 3)
     assert hand.revealed_seed(events[-1]) == bytes(32)
+
+
+def test_basic_keeps_fewer_penalty_points_than_greedy_at_hand() -> None:
+    # rules/hand.md: the lowest total wins; seats alternate so both sit first as often.
+    basic_wins = greedy_wins = 0
+    for match in range(40):
+        basic_first = match % 2 == 0
+        policies = ([hand_basic.basic_policy, "greedy"] if basic_first
+                    else ["greedy", hand_basic.basic_policy])
+        events = play_hand(hand_pb2.HandRules(players=2, rounds=1),
+                           match.to_bytes(32, "big"), policies, match)
+        totals = list(events[-1].hand.match_ended.totals)
+        basic, greedy = (totals[0], totals[1]) if basic_first else (totals[1], totals[0])
+        basic_wins += basic < greedy
+        greedy_wins += greedy < basic
+    assert basic_wins > greedy_wins

@@ -136,7 +136,7 @@ async def test_identity_and_roles_are_enforced(embedded: Embedded) -> None:
     assert watched.is_spectator and not watched.hand
     # Bad creation requests: unknown type, the other game's rules, bad seed, bad players.
     lobby = embedded.client("lobby", Role.SERVICE)
-    await expect_error(lobby.create(game_pb2.CreateGameRequest(game_type=99)),
+    await expect_error(lobby.create(game_pb2.CreateGameRequest(game_type=99)),  # type: ignore[arg-type]  # an unknown value on purpose
                        grpc.StatusCode.INVALID_ARGUMENT, "unknown_game_type")
     await expect_error(admin.create(game_pb2.CreateGameRequest(
         game_type=common_pb2.GAME_TYPE_HOKM, players=players(4), server_seed=b"short")),

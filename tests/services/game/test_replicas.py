@@ -98,8 +98,8 @@ async def test_commands_alternate_between_replicas_and_streams_see_both(
     await asyncio.wait_for(asyncio.gather(*tasks), timeout=20)
     entries = await on_b[0].export(game_id)
     assert hokm.is_over(hokm.replay(e.event for e in entries))
-    for seat, events in streams.items():
-        assert events == [hokm.redact(e.event, seat) for e in entries]
+    for viewer, events in streams.items():
+        assert events == [hokm.redact(e.event, viewer) for e in entries]
 
 
 async def test_conflicting_concurrent_commands_accept_exactly_one(channels: Channels) -> None:
