@@ -5,7 +5,9 @@ DESIGN.md "Event store and bus". Two implementations share one contract:
 :class:`services.platform.bus_nats.NatsBus` (NATS JetStream, for several processes);
 :func:`open_bus` picks one. Events reach the bus through the relay
 (:mod:`services.platform.relay`), never directly from a command, so games go on while the bus
-is down.
+is down. The in-process bus cannot be down, and lives and dies with the process that appends: there
+the game service publishes a command's events itself right after the commit (the append
+moves the outbox watermark in the same transaction), sparing the relay a re-read.
 
 Delivery guarantees:
 
