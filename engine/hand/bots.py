@@ -8,6 +8,8 @@ A policy is ``(view, rng) -> HandCommand``; :data:`BOTS` names them:
   first listed lay-down: before opening that is the solver's best opening, once it reaches
   ``open_min``; once opened, the largest meld), lay off and retrieve jokers, then discard
   the highest-penalty card that fits no meld (never a joker while another card remains).
+- ``basic``: :func:`engine.hand.basic_bot.basic_policy`: keeps cards close to melds, opens
+  as soon as allowed, and does not feed the next player a card it can use.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Final
 
 from dast.v1 import hand_pb2
 from engine.core.rng import DeterministicRandom
+from engine.hand.basic_bot import basic_policy
 from engine.hand.cards import is_joker, penalty_value
 
 Policy = Callable[[hand_pb2.HandView, DeterministicRandom], hand_pb2.HandCommand]
@@ -95,5 +98,7 @@ def greedy_policy(view: hand_pb2.HandView, rng: DeterministicRandom) -> hand_pb2
     return max(discards, key=cost)
 
 
-BOTS: Final[dict[str, Policy]] = {"random": random_policy, "greedy": greedy_policy}
+BOTS: Final[dict[str, Policy]] = {
+    "random": random_policy, "greedy": greedy_policy, "basic": basic_policy,
+}
 """The bots by name (``dast sim hand --bot NAME``)."""

@@ -7,6 +7,8 @@ A policy is ``(view, rng) -> HokmCommand``; :data:`BOTS` names them:
   holds most of; cash non-trump aces when leading; let a winning partner have the trick
   with the lowest card; otherwise win the trick as cheaply as possible, or throw the
   lowest card (non-trumps before trumps).
+- ``basic``: :func:`engine.hokm.basic_bot.basic_policy`, the greedy hints plus counting
+  trumps and the cards played (masters, known voids).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dast.v1 import hokm_pb2
 from engine.core.cards import RANKS_PER_SUIT, Card, Rank
 from engine.core.rng import DeterministicRandom
 from engine.hokm import _core
+from engine.hokm.basic_bot import basic_policy
 from engine.hokm.rules import SET_ASIDE_COUNT
 
 Policy = Callable[[hokm_pb2.HokmView, DeterministicRandom], hokm_pb2.HokmCommand]
@@ -90,5 +93,7 @@ def greedy_policy(view: hokm_pb2.HokmView, rng: DeterministicRandom) -> hokm_pb2
     return _play(lowest)
 
 
-BOTS: Final[dict[str, Policy]] = {"random": random_policy, "greedy": greedy_policy}
+BOTS: Final[dict[str, Policy]] = {
+    "random": random_policy, "greedy": greedy_policy, "basic": basic_policy,
+}
 """The bots by name."""

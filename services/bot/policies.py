@@ -16,17 +16,15 @@ from typing import Any, Final
 
 from dast.v1 import game_pb2, hand_pb2, hokm_pb2
 from engine.core.rng import DeterministicRandom
-from engine.hand import basic_bot as hand_basic
 from engine.hand.bots import BOTS as HAND_BOTS
-from engine.hokm import basic_bot as hokm_basic
 from engine.hokm.bots import BOTS as HOKM_BOTS
 
 Policy = Callable[[Any, DeterministicRandom], Any]
 DEFAULT_LEVEL: Final = "basic"
 
 POLICIES: Final[dict[str, dict[str, Policy]]] = {
-    "hokm": {"basic": hokm_basic.basic_policy, **HOKM_BOTS},
-    "hand": {"basic": hand_basic.basic_policy, **HAND_BOTS},
+    "hokm": dict(HOKM_BOTS),
+    "hand": dict(HAND_BOTS),
 }
 """The policies of each game by level name (``random``, ``greedy``, ``basic``)."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from services.cli import serve, sim, verify
+from services.cli import play, serve, sim, verify
 
 app = typer.Typer(
     name="dast",
@@ -16,6 +16,7 @@ app.add_typer(sim.app, name="sim")
 app.command("verify")(verify.verify)
 app.command("serve")(serve.serve)
 app.command("token")(serve.token)
+app.command("play")(play.play)
 
 
 def main() -> None:

@@ -90,7 +90,8 @@ def play_stack(shared: Shared, names: list[str]) -> Component:
     stack = PlayStack(
         settings.jwt_secret, shared.store, shared.bus, lobby_store,
         StackOptions(bots=with_bots, timers=with_bots, presence=with_bots,
-                     token_ttl_seconds=settings.token_ttl_seconds),
+                     token_ttl_seconds=settings.token_ttl_seconds,
+                     grace_ms=int(settings.presence_grace_seconds * 1000)),
         restore_url=settings.store_url(),
     )
 

@@ -9,8 +9,9 @@ A token (HS256, secret from ``DAST_JWT_SECRET``) names one player (``sub``) and 
   server seed of a match (tests, incident replays).
 
 The interceptor rejects calls without a valid token (UNAUTHENTICATED) except the
-health and reflection services, and makes the caller's :class:`Identity` available to the
-handler through :func:`current_identity`.
+health and reflection services and the lobby's guest sign-in (which hands out tokens), and
+makes the caller's :class:`Identity` available to the handler through
+:func:`current_identity`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ import jwt
 
 _ALGORITHM: Final = "HS256"
 _ISSUER: Final = "dast"
-_OPEN_PREFIXES: Final = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+_OPEN_PREFIXES: Final = (
+    "/grpc.health.v1.Health/", "/grpc.reflection.", "/dast.v1.LobbyService/SignInGuest",
+)
 
 
 class Role(StrEnum):

@@ -40,6 +40,8 @@ class Settings(BaseSettings):
     log_level: str = "info"
     log_json: bool = True
     token_ttl_seconds: int = 24 * 3600
+    presence_grace_seconds: float = 15.0
+    """How long a player's game stream may be gone before a bot takes the seat."""
 
     def store_url(self) -> str:
         """The event store URL, defaulting to a SQLite file under the data dir."""

@@ -9,23 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
-import pytest
 
 from dast.v1 import game_pb2, game_pb2_grpc, lobby_pb2, lobby_pb2_grpc, log_pb2
 from services.bot.policies import SeatView, decide
 from services.bot.stack import Running, StackOptions, running_stack
 
 SECRET = "test-secret-of-the-play-stack-0123456789abcdef"
-
-
-@pytest.fixture
-def open_sign_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make SignInGuest open even if the auth interceptor does not list it yet."""
-    from services.platform import auth
-
-    prefix = "/dast.v1.LobbyService/SignInGuest"
-    if not any(prefix.startswith(open_) for open_ in auth._OPEN_PREFIXES):
-        monkeypatch.setattr(auth, "_OPEN_PREFIXES", (*auth._OPEN_PREFIXES, prefix))
 
 
 @contextlib.asynccontextmanager

@@ -19,7 +19,7 @@ from services.bot.seats import PlayerSeats
 from services.bot.service import BotService
 from tests.e2e.helpers import SECRET, Guest, stack
 
-pytestmark = [pytest.mark.usefixtures("open_sign_in"), pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 
 class RecordingApi(GrpcGameApi):

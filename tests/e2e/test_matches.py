@@ -11,7 +11,7 @@ import pytest
 from dast.v1 import common_pb2, hand_pb2, hokm_pb2, lobby_pb2
 from tests.e2e.helpers import Guest, stack, wait_for
 
-pytestmark = [pytest.mark.usefixtures("open_sign_in"), pytest.mark.timeout(180)]
+pytestmark = pytest.mark.timeout(180)
 
 
 async def _finished(guest: Guest, table_id: str) -> bool:

@@ -16,7 +16,7 @@ from services.bot.stack import StackOptions, running_stack
 from tests.conftest import NatsNames
 from tests.e2e.helpers import SECRET, Guest, wait_for
 
-pytestmark = [pytest.mark.usefixtures("open_sign_in"), pytest.mark.timeout(180)]
+pytestmark = pytest.mark.timeout(180)
 
 
 async def test_a_hokm_match_with_bots_and_a_timeout_on_postgres_and_nats(

@@ -1,62 +1,65 @@
 """``dast play`` driven in a real pseudo-terminal through a whole Hokm match (issue 5).
 
-The server (lobby, game, bots) runs in a thread of the test process; the client is a child
-process on a pty, answering its prompts the way a person would.
+The server (lobby, game, bots: the embedded backend) and the clients are child processes;
+each client runs on a pty and the test answers its prompts the way a person would.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import os
+import socket
+import subprocess
 import sys
-import threading
+import time
 from collections.abc import Iterator
-from concurrent.futures import Future
 from pathlib import Path
 
 import pexpect
 import pytest
 
-from tests.e2e.helpers import stack
-
-pytestmark = [pytest.mark.usefixtures("open_sign_in"), pytest.mark.timeout(240)]
+pytestmark = pytest.mark.timeout(240)
 ROOT = Path(__file__).resolve().parents[2]
+_DAST = Path(sys.executable).with_name("dast")
+PLAY = [str(_DAST), "play"] if _DAST.exists() else [sys.executable, "-m", "services.cli.play"]
+"""``dast play`` (the console script; the module itself where it is not installed)."""
 
 
 @pytest.fixture
-def server_address() -> Iterator[str]:
-    """A play stack serving from its own event loop in a thread."""
-    loop = asyncio.new_event_loop()
-    address: Future[str] = Future()
-    stop = threading.Event()
-
-    async def serve() -> None:
-        async with stack(timers=False) as run:
-            address.set_result(run.address)
-            while not stop.is_set():
-                await asyncio.sleep(0.05)
-
-    def main() -> None:
+def server_address(tmp_path: Path) -> Iterator[str]:
+    """``python -m services.game`` (what ``dast serve`` runs) serving every service from a
+    child process, so that spawning the clients never forks a process busy with gRPC."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "DAST_LISTEN": f"127.0.0.1:{port}", "DAST_SERVICES": "all",
+           "DAST_DATA_DIR": str(tmp_path / "server"), "DAST_LOG_LEVEL": "warning"}
+    server = subprocess.Popen([sys.executable, "-m", "services.game"], cwd=str(ROOT), env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(
+                ("127.0.0.1", port), timeout=0.5
+            ):
+                break
+            assert server.poll() is None and time.monotonic() < deadline, "server did not start"
+            time.sleep(0.1)
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.terminate()
         try:
-            loop.run_until_complete(serve())
-        except BaseException as error:  # surface start-up failures to the test
-            if not address.done():
-                address.set_exception(error)
-        finally:
-            loop.close()
-
-    thread = threading.Thread(target=main, daemon=True)
-    thread.start()
-    yield address.result(timeout=30)
-    stop.set()
-    thread.join(timeout=30)
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 def _spawn(server_address: str, home: Path, *args: str) -> pexpect.spawn:
     env = {**os.environ, "NO_COLOR": "1", "TERM": "dumb", "HOME": str(home)}
     home.mkdir(exist_ok=True)
     return pexpect.spawn(
-        sys.executable, ["-m", "services.cli.play", "--server", server_address, *args],
+        PLAY[0], [*PLAY[1:], "--server", server_address, *args],
         cwd=str(ROOT), env=env, encoding="utf-8", timeout=60, dimensions=(60, 250),
     )
 
@@ -106,9 +109,9 @@ def test_dast_play_plays_a_whole_hokm_match_in_a_terminal(
     # rules/hokm.md "What the app adds": the host starts, the empty seats get bots.
     env = {**os.environ, "NO_COLOR": "1", "TERM": "dumb", "HOME": str(tmp_path)}
     child = pexpect.spawn(
-        sys.executable,
-        ["-m", "services.cli.play", "--server", server_address, "--name", "Pty",
-         "--target", "3", "--turn-seconds", "0"],
+        PLAY[0],
+        [*PLAY[1:], "--server", server_address, "--name", "Pty", "--target", "3",
+         "--turn-seconds", "0"],
         cwd=str(ROOT), env=env, encoding="utf-8", timeout=60, dimensions=(60, 250),
     )
     transcript: list[str] = []

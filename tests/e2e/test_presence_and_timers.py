@@ -17,7 +17,7 @@ import pytest
 from dast.v1 import common_pb2, game_pb2, lobby_pb2, log_pb2
 from tests.e2e.helpers import Guest, stack, wait_for
 
-pytestmark = [pytest.mark.usefixtures("open_sign_in"), pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 HOKM_4 = lobby_pb2.TableSettings(game_type=common_pb2.GAME_TYPE_HOKM, target_score=3)
 

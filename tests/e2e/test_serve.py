@@ -15,7 +15,7 @@ from services.game.runner import run
 from services.platform.config import Settings
 from tests.e2e.helpers import SECRET, Guest
 
-pytestmark = [pytest.mark.usefixtures("open_sign_in"), pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 
 def _free_port() -> int:

@@ -10,7 +10,7 @@ import pytest
 from dast.v1 import common_pb2, lobby_pb2
 from tests.e2e.helpers import Guest, stack, wait_for
 
-pytestmark = [pytest.mark.usefixtures("open_sign_in"), pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 
 async def test_a_bot_waiting_since_before_a_restart_plays_after_it(tmp_path: Path) -> None:

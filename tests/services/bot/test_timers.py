@@ -45,7 +45,6 @@ def test_the_latest_deadline_of_a_game_is_pending_and_later_events_clear_it() ->
     assert "g" not in timers.pending
 
 
-@pytest.mark.usefixtures("open_sign_in")
 @pytest.mark.timeout(60)
 async def test_a_deadline_fired_by_two_replicas_appends_one_automatic_move(
     tmp_path: Path,
