@@ -35,8 +35,12 @@ run: $(STAMP)
 proto: $(STAMP)
 	$(BIN)/python scripts/gen_protos.py
 
+# The figures of docs/benchmarks.md (each script prints one JSON object).
 bench: $(STAMP)
 	$(BIN)/python bench/hokm_engine.py --json
+	$(BIN)/python bench/hand_engine.py --json
+	$(BIN)/python bench/game_service.py --json
+	$(BIN)/python bench/bot_tables.py --json
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
