@@ -214,19 +214,13 @@ class WrappedHandlers:
         return wrapped
 
 
-class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Checks the bearer token of every call and exposes the caller's identity."""
+class TokenCheck:
+    """Puts every call's handler behind its bearer token and exposes the caller's identity
+    (one stage of :class:`services.platform.server.DastInterceptor`)."""
 
     def __init__(self, secret: str) -> None:
         self._tokens = TokenCache(secret)
         self._handlers = WrappedHandlers()
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        return self.resolve(await continuation(details), details)
 
     def resolve(
         self, handler: grpc.RpcMethodHandler | None, details: grpc.HandlerCallDetails

@@ -16,7 +16,7 @@ from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from services.platform.auth import AuthInterceptor, WrappedHandlers
+from services.platform.auth import TokenCheck, WrappedHandlers
 
 KEEPALIVE_OPTIONS: Final[tuple[tuple[str, int], ...]] = (
     ("grpc.keepalive_time_ms", 60_000),
@@ -46,18 +46,12 @@ class _Malformed:
 _MALFORMED: Final = _Malformed()
 
 
-class MalformedRequestInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Answers requests whose bytes do not parse with INVALID_ARGUMENT (not UNKNOWN)."""
+class MalformedRequestCheck:
+    """Answers requests whose bytes do not parse with INVALID_ARGUMENT (not UNKNOWN)
+    (one stage of :class:`DastInterceptor`)."""
 
     def __init__(self) -> None:
         self._handlers = WrappedHandlers()
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        return self.resolve(await continuation(details), details)
 
     def resolve(
         self, handler: grpc.RpcMethodHandler | None, details: grpc.HandlerCallDetails
@@ -108,12 +102,13 @@ def _refusing_malformed(handler: grpc.RpcMethodHandler, method: str) -> grpc.Rpc
 
 
 class DastInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """:class:`AuthInterceptor` then :class:`MalformedRequestInterceptor` as ONE interceptor:
-    grpc.aio runs every interceptor of the chain as its own coroutine on every call."""
+    """The server's one interceptor: :class:`~services.platform.auth.TokenCheck` then
+    :class:`MalformedRequestCheck` (one interceptor, not two: grpc.aio runs every interceptor
+    of a chain as its own coroutine on every call)."""
 
     def __init__(self, jwt_secret: str) -> None:
-        self._auth = AuthInterceptor(jwt_secret)
-        self._malformed = MalformedRequestInterceptor()
+        self._auth = TokenCheck(jwt_secret)
+        self._malformed = MalformedRequestCheck()
 
     async def intercept_service(
         self,

@@ -22,13 +22,20 @@ from engine.core.audit import audit_log
 from engine.core.cards import iter_cards
 from engine.core.chain import chain_entries
 from engine.core.rng import DeterministicRandom
-from engine.core.testing import SimReport, Visibility, random_sim, sim_seeds
+from engine.core.testing import SimReport, random_sim, sim_seeds
 from engine.hand.bots import random_policy
 from engine.hand.codec import hand_command
 from engine.hand.sim import play_match
-from engine.hand.state import HandState, Phase
+from engine.hand.state import HandState
 from engine.hand.views import view
 from tests.engine.hand.table import players
+from tests.engine.hand.visibility import (
+    VISIBILITY,
+    event_cards,
+    hidden_mask,
+    stock_mask,
+    table_cards,
+)
 
 ALL_CARDS = (1 << 106) - 1
 
@@ -44,96 +51,9 @@ CONFIGS = {
 }
 
 
-def _table_cards(state: HandState) -> int:
-    mask = 0
-    for table_meld in state.melds:
-        for card in table_meld.meld.cards:
-            mask |= 1 << card
-    return mask
-
-
-def _stock_mask(state: HandState) -> int:
-    mask = 0
-    for card in state.stock:
-        mask |= 1 << card
-    return mask
-
-
-def hidden_mask(state: HandState, seat: int | None) -> int:
-    """The stock, and every other seat's cards not seen in public (rules: hands are shown
-    when a round ends)."""
-    hidden = _stock_mask(state)
-    hands_shown = state.phase is Phase.MATCH_OVER or (
-        state.phase is Phase.BETWEEN_DEALS and state.rounds_played == state.round
-    )
-    if not hands_shown:
-        for other, cards in enumerate(state.hands):
-            if other != seat:
-                hidden |= cards & ~state.shown
-    return hidden
-
-
-def event_cards(event: log_pb2.Event) -> int:
-    """Every card id an event names."""
-    payload = event.hand
-    kind = payload.WhichOneof("kind")
-    named: list[int] = []
-    if kind == "cards_dealt":
-        named += payload.cards_dealt.stock
-        for dealt in payload.cards_dealt.hands:
-            named += dealt.cards
-    elif kind == "card_drawn" and payload.card_drawn.HasField("card"):
-        named.append(payload.card_drawn.card)
-    elif kind == "melds_laid":
-        for meld in payload.melds_laid.melds:
-            named += meld.cards
-    elif kind == "card_laid_off":
-        named += [payload.card_laid_off.card, *payload.card_laid_off.meld.cards]
-    elif kind == "joker_retrieved":
-        got = payload.joker_retrieved
-        named += [got.joker, *got.cards, *got.meld.cards]
-    elif kind == "card_discarded":
-        named.append(payload.card_discarded.card)
-    elif kind == "stock_restocked":
-        named += payload.stock_restocked.stock
-    elif kind == "round_ended":
-        for dealt in payload.round_ended.remaining:
-            named += dealt.cards
-    mask = 0
-    for card in named:
-        mask |= 1 << card
-    return mask
-
-
-def view_cards(seen: hand_pb2.HandView) -> int:
-    """Every card id a view names."""
-    named = [*seen.hand, *seen.discard_pile]
-    for meld in seen.melds:
-        named += meld.cards
-    for spec in seen.meld_options:
-        named += spec.cards
-    for command in seen.legal:
-        kind = command.WhichOneof("kind")
-        if kind == "lay_melds":
-            for spec in command.lay_melds.melds:
-                named += spec.cards
-        elif kind == "lay_off":
-            named.append(command.lay_off.card)
-        elif kind == "retrieve_joker":
-            named += command.retrieve_joker.cards
-        elif kind == "discard":
-            named.append(command.discard.card)
-    if seen.HasField("must_use"):
-        named.append(seen.must_use)
-    mask = 0
-    for card in named:
-        mask |= 1 << card
-    return mask
-
-
 def check_conservation(state: HandState) -> None:
     """rules/hand.md "Cards": the 106 cards are all somewhere, each exactly once."""
-    places = [*state.hands, _stock_mask(state), _table_cards(state)]
+    places = [*state.hands, stock_mask(state), table_cards(state)]
     places += [1 << card for card in state.discard]
     counted = sum(mask.bit_count() for mask in places)
     union = 0
@@ -142,7 +62,7 @@ def check_conservation(state: HandState) -> None:
     if counted == 0:  # between a round's start and its deal
         return
     assert counted == 106 and union == ALL_CARDS, f"{counted} cards, union {union:#x}"
-    assert len(state.stock) + len(state.discard) + _table_cards(state).bit_count() + sum(
+    assert len(state.stock) + len(state.discard) + table_cards(state).bit_count() + sum(
         h.bit_count() for h in state.hands
     ) == 106
 
@@ -172,7 +92,6 @@ def fuzz(rng: DeterministicRandom, seats: int) -> log_pb2.Command:
     return hand_command(seat, discard=hand_pb2.Discard(card=card))
 
 
-VISIBILITY = Visibility(hidden_mask=hidden_mask, event_cards=event_cards, view_cards=view_cards)
 
 
 @cache

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from google.protobuf.message import Message
 
-import tests.engine.hand.test_random_play as hand_tests
 from dast.v1 import game_pb2, hand_pb2, hokm_pb2, log_pb2
 from engine import hand, hokm
 from engine.core.audit import audit_log
@@ -26,6 +25,7 @@ from engine.core.rng import DeterministicRandom
 from engine.core.testing import Visibility
 from engine.hokm.views import event_cards, hidden_mask, view_cards
 from services.platform.auth import Role
+from tests.engine.hand.visibility import VISIBILITY as HAND_VISIBILITY
 from tests.services.game.conftest import Embedded
 from tests.services.game.helpers import next_move, players, stream_into
 
@@ -42,9 +42,6 @@ class Table:
 
 HOKM_VISIBILITY = Visibility(hidden_mask=hidden_mask, event_cards=event_cards,
                              view_cards=view_cards)
-HAND_VISIBILITY = Visibility(hidden_mask=hand_tests.hidden_mask,
-                             event_cards=hand_tests.event_cards,
-                             view_cards=hand_tests.view_cards)
 TABLES = {
     # rules/hokm.md "Variants": 4, 3 and 2 players, each played to target_score.
     "hokm-4": Table(hokm, hokm_pb2.HokmRules(
