@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test lint typecheck pytest run proto bench clean
+.PHONY: venv test lint typecheck pytest run stack proto bench bench-peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ test: lint typecheck pytest
 run: $(STAMP)
 	$(BIN)/dast serve
 
+# Lobby, 2 game replicas and 2 bot replicas as separate processes over the machine's
+# PostgreSQL and NATS (deploy/local-stack.sh says how to play against it).
+stack: $(STAMP)
+	bash deploy/local-stack.sh
+
 # Regenerate the Python code of protos/dast/v1 (committed; a test fails when stale).
 proto: $(STAMP)
 	$(BIN)/python scripts/gen_protos.py
@@ -41,6 +46,17 @@ bench: $(STAMP)
 	$(BIN)/python bench/hand_engine.py --json
 	$(BIN)/python bench/game_service.py --json
 	$(BIN)/python bench/bot_tables.py --json
+	$(BIN)/python bench/scale.py --json
+
+# The engines against their peers (RLCard's game layers) in one interleaved run; the
+# peers come from the `bench` extra, installed here only.
+BENCH_STAMP := $(VENV)/.installed-bench
+$(BENCH_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[test,bench]"
+	touch $(BENCH_STAMP)
+
+bench-peers: $(BENCH_STAMP)
+	$(BIN)/python bench/engines.py --json
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

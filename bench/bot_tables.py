@@ -33,7 +33,7 @@ import grpc
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2
-from services.bot.stack import StackOptions, running_stack
+from services.compose import StackOptions, running_stack
 from services.platform.auth import Role, mint_token
 from services.platform.bus import Bus
 

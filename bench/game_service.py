@@ -54,6 +54,8 @@ from services.platform.auth import Role, mint_token
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "bench-secret-0123456789abcdef0123456789abcdef"
+SIGNING_KEY = "7EFAsGnUp4zHFey+CBcvHjthCWzbsquVN2MU7+ETZuI="
+"""base64 of sha256("dast-bench"): the servers' log-signing key (needed with PostgreSQL)."""
 ECHO_METHOD = "/bench.Echo/Echo"
 _LISTENING = re.compile(r"listening on ([\d.]+):(\d+)")
 
@@ -91,9 +93,9 @@ def _spawn(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str],
 
 def _game_server(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
     return _spawn(
-        [sys.executable, "-m", "services.game"],
+        [sys.executable, "-m", "services.compose"],
         {"DAST_LISTEN": "127.0.0.1:0", "DAST_JWT_SECRET": SECRET, "DAST_LOG_LEVEL": "warning",
-         "DAST_SERVICES": "game", **env},
+         "DAST_SIGNING_KEY": SIGNING_KEY, "DAST_SERVICES": "game", **env},
     )
 
 

@@ -1,25 +1,59 @@
 #!/usr/bin/env bash
-# A local multi-process dast stack without Docker: N game-service replicas sharing one
-# PostgreSQL and one NATS (JetStream), like production (DESIGN.md "Scale-out").
+# A local multi-process dast stack without Docker, like production (docs/architecture.md "Scale-out"):
+# one lobby, GAME_REPLICAS game-service replicas and BOT_REPLICAS bot-service replicas, each
+# its own `dast serve --services NAME` process on loopback, over the machine's PostgreSQL and
+# NATS (JetStream). The lobby and the bots reach the game replicas through one multi-address
+# target balanced by gRPC itself (round_robin), as clients do.
 #
-#   deploy/local-stack.sh            # 2 replicas on 127.0.0.1:50051 and :50052
-#   REPLICAS=3 deploy/local-stack.sh
+#   deploy/local-stack.sh                  # lobby :50051, games :50061-2, bots :50071-2
+#   GAME_REPLICAS=3 deploy/local-stack.sh
+#   .venv/bin/dast play --game-server ipv4:127.0.0.1:50061,127.0.0.1:50062
 #
-# Needs PostgreSQL and nats-server reachable at DAST_DATABASE_URL / DAST_NATS_URL (the
-# defaults match DEVELOPERS.md "Services the tests use"; `bash .ci/run` starts them).
-# Ctrl-C stops every replica.
+# Needs PostgreSQL and nats-server at DAST_DATABASE_URL / DAST_NATS_URL (the defaults match
+# DEVELOPERS.md "Services the tests use"; `bash .ci/run` starts them). STACK_RUN=<name> keeps
+# a run apart from others on the same servers: its own PostgreSQL schema and JetStream
+# stream (tests/e2e/test_multiprocess_stack.py does so). Ctrl-C (or SIGTERM) stops them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 : "${DAST_DATABASE_URL:=postgresql+psycopg://postgres@127.0.0.1:5432/test}"
 : "${DAST_NATS_URL:=nats://127.0.0.1:4222}"
 : "${DAST_JWT_SECRET:=local-stack-secret-change-me-0123456789abcdef}"
-: "${REPLICAS:=2}"
-: "${BASE_PORT:=50051}"
-: "${BASE_METRICS_PORT:=9464}"
-export DAST_DATABASE_URL DAST_NATS_URL DAST_JWT_SECRET
+# Every game replica seals finished logs with this Ed25519 seed (base64); a local stack only.
+: "${DAST_SIGNING_KEY:=5KhjKOyLvj5+eivdEAxIgnJ3tpWJXiMuWRMYLMrmZyQ=}"
+: "${GAME_REPLICAS:=2}"
+: "${BOT_REPLICAS:=2}"
+: "${LOBBY_PORT:=50051}"
+: "${GAME_BASE_PORT:=50061}"
+: "${BOT_BASE_PORT:=50071}"
+: "${DAST_LOG_LEVEL:=warning}"
+PYTHON="${PYTHON:-.venv/bin/python}"
+
+if [[ -n "${STACK_RUN:-}" ]]; then
+  [[ "$STACK_RUN" =~ ^[a-z0-9_]+$ ]] || { echo "STACK_RUN must match [a-z0-9_]+" >&2; exit 2; }
+  "$PYTHON" - "$DAST_DATABASE_URL" "s_$STACK_RUN" <<'EOF'
+import sys
+from sqlalchemy import create_engine, text
+engine = create_engine(sys.argv[1], isolation_level="AUTOCOMMIT")
+with engine.connect() as db:
+    db.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{sys.argv[2]}"'))
+engine.dispose()
+EOF
+  separator="?"; [[ "$DAST_DATABASE_URL" == *"?"* ]] && separator="&"
+  DAST_DATABASE_URL="${DAST_DATABASE_URL}${separator}options=-csearch_path%3Ds_${STACK_RUN}"
+  DAST_NATS_STREAM="STACK_${STACK_RUN}"
+  DAST_NATS_SUBJECT_PREFIX="stack_${STACK_RUN}.events"
+  DAST_NATS_TABLES_STREAM="STACK_${STACK_RUN}_TABLES"
+  DAST_NATS_TABLES_PREFIX="stack_${STACK_RUN}.tables"
+  export DAST_NATS_STREAM DAST_NATS_SUBJECT_PREFIX DAST_NATS_TABLES_STREAM DAST_NATS_TABLES_PREFIX
+fi
+export DAST_DATABASE_URL DAST_NATS_URL DAST_JWT_SECRET DAST_SIGNING_KEY DAST_LOG_LEVEL
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+wait_port() {
+  for _ in $(seq 1 100); do port_open "$1" && return 0; sleep 0.1; done
+  echo "nothing listens on 127.0.0.1:$1 after 10 s" >&2; return 1
+}
 for port in 5432 4222; do
   port_open "$port" || { echo "nothing listens on 127.0.0.1:$port (run: bash .ci/run)" >&2; exit 1; }
 done
@@ -28,11 +62,26 @@ pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait; }
 trap cleanup EXIT INT TERM
 
-for i in $(seq 0 $((REPLICAS - 1))); do
-  DAST_LISTEN="127.0.0.1:$((BASE_PORT + i))" DAST_METRICS_PORT="$((BASE_METRICS_PORT + i))" \
-    .venv/bin/python -m services.game &
+serve() {  # serve NAME PORT: one `dast serve --services NAME` process in the background
+  DAST_SERVICES="$1" DAST_LISTEN="127.0.0.1:$2" "$PYTHON" -m services.compose &
   pids+=("$!")
-  sleep 1  # the first replica migrates the schema; let it finish before the next starts
+}
+
+game_addresses=()
+for i in $(seq 0 $((GAME_REPLICAS - 1))); do
+  serve game "$((GAME_BASE_PORT + i))"
+  # The first replica migrates the schema: let it finish before the next one starts.
+  [[ "$i" == 0 ]] && wait_port "$GAME_BASE_PORT"
+  game_addresses+=("127.0.0.1:$((GAME_BASE_PORT + i))")
 done
-echo "dast: $REPLICAS replicas up; token: DAST_JWT_SECRET=$DAST_JWT_SECRET .venv/bin/dast token alice"
+DAST_GAME_TARGET="ipv4:$(IFS=,; echo "${game_addresses[*]}")"
+export DAST_GAME_TARGET
+serve lobby "$LOBBY_PORT"
+for i in $(seq 0 $((BOT_REPLICAS - 1))); do
+  serve bot "$((BOT_BASE_PORT + i))"
+done
+wait_port "$LOBBY_PORT"
+echo "dast stack up: lobby 127.0.0.1:$LOBBY_PORT, game $DAST_GAME_TARGET," \
+     "$BOT_REPLICAS bot replicas"
+echo "  play: .venv/bin/dast play --game-server $DAST_GAME_TARGET"
 wait

@@ -1,4 +1,5 @@
-"""The golden logs ``tests/golden/*.jsonl`` and how they are made (STYLE.md "Golden logs").
+"""The golden logs ``tests/golden/*.jsonl`` and how they are made (docs/architecture.md "Golden
+logs").
 
 Each is a whole match from a fixed seed, played by fixed bots, written as JSON Lines of
 ``LogEntry`` (:mod:`engine.core.logformat`), so ``dast verify FILE`` reads it. The format
@@ -20,7 +21,7 @@ from google.protobuf.message import Message
 
 from dast.v1 import common_pb2, hand_pb2, hokm_pb2, log_pb2
 from engine import hand, hokm
-from engine.core.chain import chain_entries
+from engine.core.chain import chain_log
 from engine.core.logformat import dump_jsonl
 from engine.core.protocol import Game
 from engine.core.testing import Policy, play_bots
@@ -62,7 +63,7 @@ class GoldenMatch:
                          players=self.players(), at_ms=_AT_MS)
 
     def text(self) -> str:
-        return dump_jsonl(chain_entries(self.events()))
+        return dump_jsonl(chain_log(self.events()))
 
 
 def _hokm(name: str, rules: hokm_pb2.HokmRules, *policies: str) -> GoldenMatch:

@@ -1,7 +1,7 @@
 """Card identities, sets of cards as int masks, and the card notation.
 
 A card of one 52-card pack is ``suit * 13 + rank`` (see ``protos/dast/v1/common.proto``):
-suits in the order ♠ ♥ ♣ ♦ (the Hokm tie-break order, rules/hokm.md "Cards") and ranks
+suits in the order ♠ ♥ ♣ ♦ (the Hokm tie-break order, docs/rules/hokm.md "Cards") and ranks
 from 2 (0) to ace (12). A :data:`CardSet` is an int whose bit ``c`` is set when card ``c``
 is in the set, as python-chess does with squares; Python ints have no width, so the same
 type serves Hand's 106 cards.

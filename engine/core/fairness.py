@@ -1,6 +1,7 @@
 """Provably fair deals: the server-seed commitment and the deck key.
 
-DESIGN.md "Provably fair deals": at creation the server commits to ``sha256(server_seed)``;
+docs/architecture.md "Provably fair deals": at creation the server commits to
+``sha256(server_seed)``;
 players may add client seeds when they sit down; the deck key mixes both; the final event
 reveals the server seed. The deck key is::
 

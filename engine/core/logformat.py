@@ -1,41 +1,120 @@
-"""The exported log format: JSON Lines, one :class:`~dast.v1.log_pb2.LogEntry` a line.
+"""The exported log format and a seat's saved receipts, both JSON Lines.
 
-Each line is the protobuf JSON mapping of a ``LogEntry`` (bytes as base64, field names in
-lowerCamelCase), so any language with a protobuf runtime can read it. This module only
-converts text; reading and writing files is the caller's business.
+An exported log is one :class:`~dast.v1.log_pb2.LogEntry` a line, in the protobuf JSON
+mapping (bytes as base64, field names in lowerCamelCase), so any language with a protobuf
+runtime reads it. A sealed export ends with one more line, ``{"seal": <LogSeal>}``: the
+server's signature over the head (:mod:`engine.core.seal`). Files written before seals
+existed are the same without that line.
+
+A seat's receipts file holds the chain hashes the seat was sent, one JSON object a line,
+in either form:
+
+- ``{"seq": 12, "hash": "<base64>"}``;
+- a ``SubscribeResponse`` as protobuf JSON, saved as received (``{"event": {…, "seq":
+  "12"}, "hash": "<base64>"}``).
+
+This module only converts text; reading and writing files is the caller's business.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from google.protobuf import json_format
 
 from dast.v1 import log_pb2
 
+_SEAL_KEY = "seal"
+
 
 class LogFormatError(ValueError):
-    """Raised when a line of a log is not a LogEntry in protobuf JSON."""
+    """Raised when a line is not what the format allows there."""
 
 
-def dump_jsonl(entries: Iterable[log_pb2.LogEntry]) -> str:
-    """Format entries as JSON Lines (one compact JSON object a line, newline-terminated)."""
-    return "".join(
-        json_format.MessageToJson(entry, indent=None, sort_keys=True) + "\n" for entry in entries
-    )
+@dataclass(frozen=True, slots=True)
+class ExportedLog:
+    """The contents of an exported log file."""
+
+    entries: list[log_pb2.LogEntry]
+    seal: log_pb2.LogSeal | None
+    """None for an unsealed export (an unfinished game, or a file from before seals)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """One chain hash a seat was sent: the hash after event ``seq``."""
+
+    seq: int
+    hash: bytes
+
+
+def dump_jsonl(
+    entries: Iterable[log_pb2.LogEntry], seal: log_pb2.LogSeal | None = None
+) -> str:
+    """Format entries (and the seal, as the last line) as JSON Lines."""
+    lines = [json_format.MessageToJson(entry, indent=None, sort_keys=True) for entry in entries]
+    if seal is not None:
+        body = json_format.MessageToDict(seal)
+        lines.append(json.dumps({_SEAL_KEY: body}, sort_keys=True, separators=(", ", ": ")))
+    return "".join(line + "\n" for line in lines)
+
+
+def load_log(text: str) -> ExportedLog:
+    """Parse an exported log; blank lines are skipped.
+
+    :raises LogFormatError: naming the first line that is neither a LogEntry nor, as the
+        last line, a seal.
+    """
+    entries: list[log_pb2.LogEntry] = []
+    seal: log_pb2.LogSeal | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        if seal is not None:
+            raise LogFormatError(f"line {number} follows the seal, which must be the last line")
+        try:
+            value = json.loads(line)
+            if isinstance(value, dict) and set(value) == {_SEAL_KEY}:
+                seal = json_format.ParseDict(value[_SEAL_KEY], log_pb2.LogSeal())
+            else:
+                entries.append(json_format.Parse(line, log_pb2.LogEntry()))
+        except (ValueError, json_format.ParseError) as error:
+            raise LogFormatError(f"line {number} is not a log entry: {error}") from error
+    return ExportedLog(entries, seal)
 
 
 def load_jsonl(text: str) -> list[log_pb2.LogEntry]:
-    """Parse JSON Lines back into entries; blank lines are skipped.
+    """The entries of an exported log (a seal line, if any, is checked and left out).
 
-    :raises LogFormatError: naming the first line that is not a LogEntry.
+    :raises LogFormatError: as :func:`load_log`.
     """
-    entries = []
+    return load_log(text).entries
+
+
+def load_receipts(text: str) -> list[Receipt]:
+    """Parse a seat's receipts file (see the module docstring); blank lines are skipped.
+
+    :raises LogFormatError: naming the first line that is no receipt.
+    """
+    receipts = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            entries.append(json_format.Parse(line, log_pb2.LogEntry()))
-        except json_format.ParseError as error:
-            raise LogFormatError(f"line {number} is not a log entry: {error}") from error
-    return entries
+            value = json.loads(line)
+            if not isinstance(value, dict):
+                raise ValueError("not a JSON object")
+            # A saved SubscribeResponse names its seq inside the event.
+            seq = int(value["event"].get("seq", 0)) if "event" in value else int(value["seq"])
+            digest = base64.b64decode(value["hash"], validate=True)
+        except (ValueError, KeyError, TypeError, AttributeError, binascii.Error) as error:
+            raise LogFormatError(f"line {number} is not a receipt: {error!r}") from error
+        if seq < 1 or len(digest) != 32:
+            raise LogFormatError(f"line {number} is not a receipt: seq {seq}, "
+                                 f"{len(digest)}-byte hash")
+        receipts.append(Receipt(seq, digest))
+    return receipts

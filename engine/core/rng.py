@@ -1,6 +1,7 @@
 """The deterministic generator behind every shuffle, documented for any language.
 
-DESIGN.md: randomness comes only from the game's seed. A stream is named by a ``key``
+docs/architecture.md "Provably fair deals": randomness comes only from the game's seed. A stream is
+named by a ``key``
 (the deck key of :mod:`engine.core.fairness`) and a ``label`` (e.g. ``"round/3/deal"``), so
 each shuffle of a match can be re-derived on its own.
 

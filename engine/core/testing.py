@@ -1,13 +1,14 @@
 """Playing whole matches, and the random-simulation harness every game is tested with.
 
 :func:`play_match` plays a match with one policy per seat (bots, for the CLI's ``sim``, the
-golden logs and the benchmarks). :func:`random_sim` is the harness of STYLE.md "Random
+golden logs and the benchmarks). :func:`random_sim` is the harness of docs/architecture.md "Random
 simulation" (after OpenSpiel's ``RandomSimTest``), generic over any :class:`Game`: it plays
 random legal matches from fixed seeds and checks at every step that
 
 - seats not to act have no legal commands, and the seat to act has some;
-- legal commands are unique and come in the same order when asked twice;
-- legal commands are accepted (all, or a sample of ``legal_sample`` when there are many),
+- legal entries are unique and come in the same order when asked twice;
+- legal commands are accepted (all, or a sample of ``legal_sample`` when there are many;
+  a choice entry's commands are drawn through :class:`~engine.core.legal.LegalEntries`),
   and random commands (``fuzz``) that are not legal raise a ``RuleViolation``, never another
   exception, while legal ones are accepted;
 - ``replay`` of the log so far equals the state evolved step by step (``replay_every``:
@@ -33,6 +34,8 @@ from google.protobuf.message import Message
 
 from dast.v1 import common_pb2, log_pb2
 from engine.core.errors import RuleViolation
+from engine.core.legal import LegalEntries
+from engine.core.payload import put
 from engine.core.protocol import Game
 from engine.core.rng import DeterministicRandom
 
@@ -103,7 +106,7 @@ def play_match(
             return events
         payload = policies[seat](game.view(state, seat), rngs[seat])
         command = log_pb2.Command(seat=seat, at_ms=at_ms + (index + 1) * step_ms)
-        getattr(command, game.NAME).CopyFrom(payload)
+        put(command, game.SCHEMA, payload)
         for event in game.decide(state, command):
             state = game.evolve(state, event)
             events.append(event)
@@ -186,6 +189,7 @@ def random_sim(
     """
     report = SimReport()
     seats = len(players)
+    entries = LegalEntries(game)
     for seed in seeds:
         match = _Match(game, seed)
         rng = DeterministicRandom(seed, "sim")
@@ -200,15 +204,18 @@ def random_sim(
                 raise match.fail(f"not over after {max_commands} commands")
             options = _check_legal(match, game, state, seat, seats)
             _check_views(match, game, state, seats, visibility)
-            sample = options if len(options) <= legal_sample else [
-                options[rng.randbelow(len(options))] for _ in range(legal_sample)
-            ]
+            sample = (
+                list(entries.commands(options))
+                if entries.count(options) <= legal_sample
+                else [entries.random(options, rng.randbelow) for _ in range(legal_sample)]
+            )
             for command in sample:
                 _decide(match, game, state, command, must_pass=True)
             if fuzz is not None:
-                _fuzz(match, game, state, fuzz(rng, seats), options)
+                fuzzed = fuzz(rng, seats)
+                _fuzz(match, game, state, fuzzed, entries.covers(options, fuzzed))
                 report.fuzzed += 1
-            command = options[rng.randbelow(len(options))]
+            command = entries.random(options, rng.randbelow)
             command.at_ms = (step + 1) * 1000
             match.commands.append(command)
             batch = _decide(match, game, state, command, must_pass=True)
@@ -257,11 +264,7 @@ def _decide(
         raise match.fail(f"decide raised {error!r} for {command}") from error
 
 
-def _fuzz(
-    match: _Match, game: Game, state: Any, command: log_pb2.Command, options: list[log_pb2.Command]
-) -> None:
-    wanted = command.SerializeToString(deterministic=True)
-    is_legal = any(o.SerializeToString(deterministic=True) == wanted for o in options)
+def _fuzz(match: _Match, game: Game, state: Any, command: log_pb2.Command, is_legal: bool) -> None:
     try:
         game.decide(state, command)
     except RuleViolation:

@@ -1,6 +1,6 @@
 """Hand (الهاند), the Levantine and Gulf rummy, as a game of the engine protocol.
 
-The rules contract is ``rules/hand.md`` (source ``seeds/002``): 106 identified cards, 2, 3
+The rules are ``docs/rules/hand.md``: 106 identified cards, 2, 3
 or 4 players or two partnerships, melds with stated jokers, an opening threshold, joker
 retrieval, going out and the "hand" finish, restocks and void rounds, penalty scoring over
 5 rounds. This module is the :class:`engine.core.protocol.Game` surface; the rules live in
@@ -10,7 +10,8 @@ retrieval, going out and the "hand" finish, restocks and void rounds, penalty sc
   (commands and their consequences), :mod:`~engine.hand.opening` (threshold, taken discard),
 - :mod:`~engine.hand.evolve` (folding events), :mod:`~engine.hand.scoring`,
 - :mod:`~engine.hand.legal` (legal commands), :mod:`~engine.hand.views` (view, redact),
-- :mod:`~engine.hand.melds` and :mod:`~engine.hand.solver` (meld shapes and the exact search).
+- :mod:`~engine.hand.melds` and :mod:`~engine.hand.solver` (meld shapes and the exact search),
+  :mod:`~engine.hand.screens` (cheap bounds that spare the search).
 
 >>> from dast.v1 import common_pb2, hand_pb2
 >>> events = start(hand_pb2.HandRules(), bytes(32), [common_pb2.Player()] * 2)
@@ -30,6 +31,16 @@ from engine.hand.cards import is_joker
 from engine.hand.codec import hand_command, meld_spec_of, table_meld_of_proto
 from engine.hand.decide import decide, start
 from engine.hand.evolve import evolve, replay
+from engine.hand.hosting import (
+    PLAYER_COUNTS,
+    SCHEMA,
+    TURN_STEPS,
+    bot_policies,
+    rules_for_players,
+    seat_count,
+    summarize,
+    table_rules,
+)
 from engine.hand.legal import legal
 from engine.hand.state import HandState, Phase
 from engine.hand.views import redact, view
@@ -37,7 +48,11 @@ from engine.hand.views import redact, view
 __all__ = [
     "GAME_TYPE",
     "NAME",
+    "PLAYER_COUNTS",
+    "SCHEMA",
+    "TURN_STEPS",
     "HandState",
+    "bot_policies",
     "command_for",
     "decide",
     "evolve",
@@ -46,8 +61,12 @@ __all__ = [
     "redact",
     "replay",
     "revealed_seed",
+    "rules_for_players",
+    "seat_count",
     "setup_of",
     "start",
+    "summarize",
+    "table_rules",
     "to_act",
     "view",
 ]
@@ -83,6 +102,7 @@ def setup_of(first_event: log_pb2.Event) -> MatchSetup:
         players=tuple(started.players),
         server_seed_commitment=started.fairness.server_seed_commitment,
         server_seed=started.fairness.server_seed,
+        server_seed_chosen=started.fairness.server_seed_chosen,
     )
 
 

@@ -12,9 +12,12 @@ joker may also take a natural's place in a meld (the natural then serves elsewhe
 cheaper card stays in hand than the joker's 15 penalty points).
 
 Branch and bound on top (fail-low alpha, as in game-tree search): a branch whose bound
-(every remaining card melded, less the cheapest cards that must stay) cannot beat the best
-plan found is cut, and its memo entry is marked as an upper bound, never as exact. The
-choices are tried heaviest first so that good plans come early.
+(every remaining card melded, less the cheapest cards that must stay; for an opening
+without table melds, every remaining card that is still alive, :func:`~engine.hand.
+screens.alive_faces`) cannot beat the best plan found is cut, and its memo entry is marked
+as an upper bound, never as exact. The choices are tried heaviest first so that good plans
+come early; without table melds they depend only on a few cards around the face decided,
+and are listed once for every search (:data:`_CHOICES`).
 
 Positions of a run: 0 the low ace, rank+1 for 2..K, 13 the high ace (never both).
 
@@ -23,9 +26,13 @@ Positions of a run: 0 the low ace, rank+1 for 2..K, 13 the high ace (never both)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from itertools import combinations
 from typing import Final
+
+from engine.hand.screens import alive_faces, opening_value
 
 FACES: Final = 52
 RANKS: Final = 13
@@ -38,9 +45,10 @@ Choice = tuple[int, ...]
 """A memoised decision: ``(LEAVE,)``, ``(MELD, j, *faces)`` or ``(LAY, t, j, low, high,
 *faces)`` (``low``/``high`` the run's new ends, 0 for a set); ``j`` is how many of the
 trailing faces jokers stand for (naturals first)."""
-Table = tuple[tuple[tuple[int, int, int], ...], tuple[tuple[int, int, int], ...]]
+Table = tuple[tuple[tuple[int, int, int], ...], tuple[tuple[int, int, int], ...], int]
 """The table melds' changing part: runs ``(low, high, jokers)``, sets ``(suits, jokers,
-size)``."""
+size)``; and the opening value of the new melds so far, capped at ``open_floor`` (0 when
+the search has no opening floor)."""
 LEAVE: Final = 0
 MELD: Final = 1
 LAY: Final = 2
@@ -48,6 +56,41 @@ LAY: Final = 2
 
 def _by_weight(option: tuple[Choice, int]) -> int:
     return option[1]
+
+
+def _opening_value(faces: tuple[int, ...], ace_low_value: int) -> int:
+    """The opening value of a new meld of ``faces``: the ace of a run holding a 2 is the
+    low ace of A-2-3 (``ace_low_value``), every other ace 11."""
+    total = sum(opening_points(f % RANKS) for f in faces)
+    ranks = {f % RANKS for f in faces}
+    if ACE in ranks and 0 in ranks:
+        total -= 11 - ace_low_value
+    return total
+
+
+_EVEN_BITS: Final = int("01" * FACES, 2)
+"""Bit ``2 * face`` of every face: where a packed count (2 bits a face) starts."""
+_SUIT_SPAN: Final = 2 * RANKS
+_JOKER_BITS: Final = 2 * FACES
+"""Where a hand's jokers sit (above its two packs), for :func:`alive_faces`."""
+
+
+def _lowest_rank(key: int) -> int:
+    """The lowest rank (2 first, the ace last) held in the packed counts ``key``."""
+    held = (key | key >> 1) & _EVEN_BITS
+    ranks = (held | held >> _SUIT_SPAN | held >> 2 * _SUIT_SPAN | held >> 3 * _SUIT_SPAN) & (
+        (1 << _SUIT_SPAN) - 1
+    )
+    return ((ranks & -ranks).bit_length() - 1) >> 1
+
+
+_ABOVE: Final = tuple((1 << 2 * (ACE - rank)) - 1 for rank in range(RANKS))
+"""For x of each rank, the packed counts of its suit's faces above it."""
+_CHOICES: dict[tuple[object, ...], dict[tuple[int, ...], tuple[tuple[Choice, int], ...]]] = {}
+"""The ordered choices without table melds, by how a search weighs them (mode, ace-low
+value, joker penalty, joker limit), then by shape (see :meth:`Search._shared_choices`)."""
+_CHOICES_SIZE: Final = 1 << 14
+"""Shapes kept per weighing before the cache starts afresh."""
 
 
 def face_at(suit: int, position: int) -> int:
@@ -58,6 +101,19 @@ def face_at(suit: int, position: int) -> int:
 def opening_points(rank: int) -> int:
     """Opening value of a rank outside the low ace: 2-10, J/Q/K 10, A 11."""
     return 11 if rank == ACE else min(rank + 2, 10)
+
+
+_FACE_VALUES: Final = tuple(opening_points(face % RANKS) for face in range(FACES))
+""":func:`opening_points` of every face (the ace 11)."""
+
+
+@cache
+def _face_points(top_ace: int) -> tuple[int, ...]:
+    """The search's bound weight of every face: its value, the ace ``top_ace`` (all 0
+    when ``top_ace`` is 0: a search that weighs nothing)."""
+    if not top_ace:
+        return (0,) * FACES
+    return tuple(top_ace if face % RANKS == ACE else _FACE_VALUES[face] for face in range(FACES))
 
 
 @dataclass(slots=True)
@@ -101,6 +157,9 @@ class Search:
     """Jokers the table melds outside ``runs``/``sets`` can still take (lay-off)."""
     required_face: int = -1
     required_joker: bool = False
+    open_floor: int = 0
+    """When above 0: a plan is feasible only if its new melds' opening values (A-2-3's ace
+    at ``ace_low_value``, a joker at its face) reach it (an unopened seat's threshold)."""
     memo: dict[tuple[object, ...], tuple[int, Choice | None, bool]] = field(
         default_factory=dict)
     """State -> (value, best choice, whether the value is exact or an upper bound)."""
@@ -110,26 +169,46 @@ class Search:
     """The weight of the remaining naturals if all were melded (the search's bound)."""
     face_points: tuple[int, ...] = ()
     joker_bound: int = 0
+    present: int = 0
+    """The faces (52-bit mask) of the remaining naturals."""
+    twins: int = 0
+    """The faces of which both copies remain."""
+    live_bound: bool = False
+    """Whether :meth:`best` also bounds by the remaining cards that are still alive (an
+    opening without table melds: a new meld is made of alive cards only)."""
+    shared_choices: dict[tuple[int, ...], tuple[tuple[Choice, int], ...]] = field(
+        default_factory=dict)
+    """The ordered choices by the shape they depend on (see :meth:`_shared_choices`),
+    shared by every search weighing alike."""
 
     def __post_init__(self) -> None:
-        self.key = sum(c << (2 * f) for f, c in enumerate(self.counts))
+        key = present = twins = 0
+        for face, count in enumerate(self.counts):
+            if count:
+                key |= count << (2 * face)
+                present |= 1 << face
+                if count > 1:
+                    twins |= 1 << face
+        self.key, self.present, self.twins = key, present, twins
         # the most a card can add: its value, the ace as the better of high and low
         top_ace = max(11, self.ace_low_value) if self.mode == "open" else 11
         weighted = self.mode in ("open", "penalty")
-        self.face_points = tuple(
-            (top_ace if f % RANKS == ACE else opening_points(f % RANKS)) if weighted else 0
-            for f in range(FACES))
-        self.points = sum(c * p for c, p in zip(self.counts, self.face_points, strict=True))
+        self.face_points = _face_points(top_ace if weighted else 0)
+        self.points = sum([c * p for c, p in zip(self.counts, self.face_points, strict=True)])
         self.joker_bound = {"open": top_ace, "penalty": self.joker_penalty}.get(self.mode, 0)
+        self.live_bound = self.mode == "open" and not self.runs and not self.sets
+        weighs = (self.mode, self.ace_low_value if self.mode == "open" else 0,
+                  self.joker_penalty if self.mode == "penalty" else 0, self.max_jokers)
+        self.shared_choices = _CHOICES.setdefault(weighs, {})
 
     # ---- weights ----
     def _meld_weight(self, faces: tuple[int, ...], joker_count: int, ace_low: bool) -> int:
         if self.mode == "open":
-            total = sum(opening_points(f % RANKS) for f in faces)
+            total = sum([_FACE_VALUES[f] for f in faces])
             return total - (11 - self.ace_low_value if ace_low else 0)
         if self.mode == "penalty":
             natural = faces[: len(faces) - joker_count]
-            return sum(opening_points(f % RANKS) for f in natural) + (
+            return sum([_FACE_VALUES[f] for f in natural]) + (
                 joker_count * self.joker_penalty
             )
         return 0
@@ -151,7 +230,7 @@ class Search:
         required_joker: bool,
     ) -> tuple[int, int]:
         """(value, jokers laid off) once every natural is decided."""
-        if required_joker:
+        if required_joker or (self.open_floor and table[2] < self.open_floor):
             return NEG, 0
         if self.exact_left:
             laid = left + jokers - 1
@@ -170,6 +249,7 @@ class Search:
         return (
             tuple((r.low, r.high, r.jokers) for r in self.runs),
             tuple((s.suits, s.jokers, s.size) for s in self.sets),
+            0,
         )
 
     def solve(self, left: int = 0, floor: int = NEG + 1) -> int:
@@ -201,17 +281,67 @@ class Search:
         bound = self.points + jokers * self.joker_bound
         to_leave = (1 if self.exact_left else self.keep) - left
         if to_leave > 0 and self.joker_bound:  # the cards still to leave are never melded
-            cheapest = min(self.face_points[f] for f in range(x, FACES) if counts[f])
+            # A face weighs by its rank alone, the higher the rank the more (the ace most):
+            # the cheapest card held is one of the lowest rank.
+            cheapest = self.face_points[_lowest_rank(self.key)]
             bound -= to_leave * min(cheapest, self.joker_bound)
         if bound <= alpha:
             return bound
+        if self.live_bound:
+            # Tighter: a new meld holds only naturals still alive among the remaining
+            # cards (screens.alive_faces); every other one stays in hand.
+            alive = alive_faces(
+                self.present | ((1 << jokers) - 1) << _JOKER_BITS, self.max_jokers
+            )
+            if need_face and not alive >> self.required_face & 1:
+                return NEG
+            live = opening_value(alive, self.twins & alive, self.joker_bound)
+            live += jokers * self.joker_bound
+            if live <= alpha:
+                return live
         best_value, best_choice = NEG, None
-        options = self.choices(x, jokers, left, table, need_face)
-        options.sort(key=_by_weight, reverse=True)  # good plans first: tighter alphas
+        options: Sequence[tuple[Choice, int]]
+        if table[0] or table[1]:
+            listed = self.choices(x, jokers, left, table, need_face)
+            if self.mode != "none":  # feasibility weighs nothing: keep the listed order
+                listed.sort(key=_by_weight, reverse=True)  # good plans first: tighter alphas
+            options = listed
+        else:
+            options = self._shared_choices(x, jokers, left)
+        required = self.required_face
         for choice, weight in options:
             child_alpha = (alpha if alpha > best_value else best_value) - weight
-            value = self._follow(
-                x, choice, weight, jokers, left, table, need_face, need_joker, child_alpha)
+            kind = choice[0]
+            if kind == LAY:
+                value = self._follow(
+                    x, choice, weight, jokers, left, table, need_face, need_joker, child_alpha)
+            else:
+                # What apply, best and restore do for a new meld or a card left, inline:
+                # this loop is the search's hottest.
+                n_jokers, n_left, n_table = jokers, left, table
+                n_face, n_joker = need_face, need_joker
+                if kind == LEAVE:
+                    removed: tuple[int, ...] = (x,)
+                    n_left = 1 + left if self.exact_left else min(self.keep, left + 1)
+                else:
+                    used = choice[1]
+                    removed = choice[2 : len(choice) - used]
+                    if used:
+                        n_jokers -= used
+                        n_joker = False
+                    if n_face and required in removed:
+                        n_face = False
+                    floor = self.open_floor
+                    if floor and table[2] < floor:
+                        opened = table[2] + _opening_value(choice[2:], self.ace_low_value)
+                        n_table = (table[0], table[1], min(floor, opened))
+                self._take(removed)
+                if n_face and counts[required] == 0:
+                    value = NEG  # the required face's last copy left the hand unmelded
+                else:
+                    value = self.best(x, n_jokers, n_left, n_table, n_face, n_joker, child_alpha)
+                    value = value + weight if value > NEG else NEG
+                self.restore(removed)
             if value > best_value:
                 best_value, best_choice = value, choice
                 if self.mode == "none":
@@ -239,24 +369,45 @@ class Search:
                 need_joker = False
             if self.required_face in removed:
                 need_face = False
+            if self.open_floor and table[2] < self.open_floor:
+                value = min(self.open_floor, table[2] + _opening_value(faces, self.ace_low_value))
+                table = (table[0], table[1], value)
         else:
             t, used_jokers = choice[1], choice[2]
             faces = choice[5:]
             removed.extend(faces[: len(faces) - used_jokers])
             jokers -= used_jokers
             table = self._extend(table, t, choice[3], choice[4], faces[0], used_jokers)
-        for face in removed:
-            self.counts[face] -= 1
-            self.key -= 1 << (2 * face)
-            self.points -= self.face_points[face]
+        self._take(removed)
         lost = need_face and self.counts[self.required_face] == 0
         return jokers, left, table, need_face, need_joker, removed, lost
 
-    def restore(self, removed: list[int]) -> None:
+    def _take(self, removed: Sequence[int]) -> None:
+        """Take the naturals of ``removed`` (one copy per entry) out of the counts."""
+        counts = self.counts
         for face in removed:
-            self.counts[face] += 1
+            count = counts[face] - 1
+            counts[face] = count
+            self.key -= 1 << (2 * face)
+            self.points -= self.face_points[face]
+            if self.live_bound:  # the masks the live bound reads
+                if count:
+                    self.twins ^= 1 << face
+                else:
+                    self.present ^= 1 << face
+
+    def restore(self, removed: Sequence[int]) -> None:
+        counts = self.counts
+        for face in removed:
+            count = counts[face] + 1
+            counts[face] = count
             self.key += 1 << (2 * face)
             self.points += self.face_points[face]
+            if self.live_bound:
+                if count > 1:
+                    self.twins |= 1 << face
+                else:
+                    self.present |= 1 << face
 
     def _follow(
         self, x: int, choice: Choice, weight: int, jokers: int, left: int,
@@ -275,18 +426,47 @@ class Search:
     def _extend(
         self, table: Table, t: int, low: int, high: int, face: int, used_jokers: int
     ) -> Table:
-        runs, sets = table
+        runs, sets, opened = table
         if t < len(runs):
             new_runs = list(runs)
             new_runs[t] = (low, high, runs[t][2] + used_jokers)
-            return (tuple(new_runs), sets)
+            return (tuple(new_runs), sets, opened)
         index = t - len(runs)
         suits, jokers, size = sets[index]
         new_sets = list(sets)
         new_sets[index] = (suits | (1 << (face // RANKS)), jokers + used_jokers, size + 1)
-        return (runs, tuple(new_sets))
+        return (runs, tuple(new_sets), opened)
 
     # ---- the choices for the lowest remaining face x ----
+    def _shared_choices(self, x: int, jokers: int, left: int) -> Sequence[tuple[Choice, int]]:
+        """:meth:`choices` without table melds, heaviest first, read from :data:`_CHOICES`.
+        Without table melds the choices for x depend only on the cards of x's suit above
+        it, x's rank in the higher suits, the joker budget and whether a card may still be
+        left; hands a turn apart share most of these, searches too."""
+        key = self.key
+        rank = x % RANKS
+        budget = min(jokers, self.max_jokers)
+        shape = (
+            x,
+            key >> (2 * x + 2) & _ABOVE[rank],
+            key >> (2 * x + 2 * RANKS) & 3
+            | (key >> (2 * x + 4 * RANKS) & 3) << 2
+            | (key >> (2 * x + 6 * RANKS) & 3) << 4,
+            budget,
+            not self.exact_left or left == 0,
+        )
+        found = self.shared_choices.get(shape)
+        if found is None:
+            listed = self.choices(x, jokers, left, ((), (), 0), False)
+            if self.mode != "none":
+                listed.sort(key=_by_weight, reverse=True)
+            if len(self.shared_choices) >= _CHOICES_SIZE:
+                self.shared_choices.clear()
+            # Tuples of ints only: the garbage collector soon stops tracking them, so a
+            # large cache does not lengthen its passes.
+            found = self.shared_choices[shape] = tuple(listed)
+        return found
+
     def choices(
         self, x: int, jokers: int, left: int,
         table: Table, need_face: bool,
@@ -306,6 +486,8 @@ class Search:
         counts = self.counts
         suit, rank = divmod(x, RANKS)
         others = [t * RANKS + rank for t in range(suit + 1, 4) if counts[t * RANKS + rank]]
+        if len(others) + budget < 2:
+            return  # a set holds 3 cards at least
         for size in range(1, len(others) + 1):
             for partners in combinations(others, size):
                 naturals = (x, *partners)
@@ -367,6 +549,12 @@ class Search:
 
     def _run_choices(self, x: int, budget: int, out: list[tuple[Choice, int]]) -> None:
         suit, rank = divmod(x, RANKS)
+        # A run holds another natural of the suit with at most ``budget`` holes (jokers)
+        # between it and x: above x, or the low ace below it. Without one, skip the listing.
+        counts, base = self.counts, suit * RANKS
+        above = range(rank + 1, min(rank + 1 + budget, ACE) + 1)
+        if (not counts[base + ACE] or rank > budget) and not any(counts[base + r] for r in above):
+            return
         for a, b, naturals, jokers in self._runs_through(suit, rank + 1, budget, 0, HIGH):
             if len(naturals) < 2 or b - a + 1 < 3:
                 continue
@@ -379,7 +567,7 @@ class Search:
         out: list[tuple[Choice, int]],
     ) -> None:
         suit, rank = divmod(x, RANKS)
-        runs, sets = table
+        runs, sets = table[0], table[1]
         for t, (low, high, in_meld) in enumerate(runs):
             if self.runs[t].suit != suit:
                 continue

@@ -15,7 +15,7 @@ from engine.core.fairness import deck_key
 from engine.core.rng import DeterministicRandom
 from engine.hand.cards import DECK_SIZE
 from engine.hand.codec import hand_event
-from engine.hand.evolve import evolve
+from engine.hand.evolve import evolve, remember_decided
 from engine.hand.scoring import (
     match_winners,
     new_totals,
@@ -23,7 +23,7 @@ from engine.hand.scoring import (
     round_points,
     team_points,
 )
-from engine.hand.state import HandState, Phase
+from engine.hand.state import HandState, Phase, evolved
 
 HAND_SIZE = 14
 """Cards dealt to each seat; the seat after the dealer gets one more (rules "the deal")."""
@@ -32,10 +32,14 @@ HAND_SIZE = 14
 class Batch:
     """The events of one command, numbered after ``state`` and stamped like the command."""
 
-    __slots__ = ("at_ms", "automatic", "events", "state")
+    __slots__ = ("afters", "at_ms", "automatic", "events", "priors", "state")
 
     def __init__(self, state: HandState | None, *, at_ms: int, automatic: bool) -> None:
         self.events: list[log_pb2.Event] = []
+        self.priors: list[HandState | None] = []
+        self.afters: list[HandState] = []
+        """The states before and after each event, for :func:`~engine.hand.evolve.
+        remember_decided`."""
         self.at_ms = at_ms
         self.automatic = automatic
         self.state: HandState | None = state
@@ -51,31 +55,38 @@ class Batch:
         event.seq = 1 if self.state is None else self.state.seq + 1
         event.at_ms = self.at_ms
         event.automatic = self.automatic
-        self.state = evolve(self.state, event)
+        self.priors.append(self.state)
+        state = self.state = evolve(self.state, event)
+        self.afters.append(state)
         self.events.append(event)
-        return self.state
+        return state
 
     def finish(self) -> list[log_pb2.Event]:
-        """The events, the last one carrying the deadline of the seat left to act."""
+        """The events, the last one carrying the deadline of the seat left to act; the
+        states folded on the way are handed to the caller's ``evolve`` of these events."""
         state = self.current
+        events = self.events
         seconds = state.options.turn_seconds
-        if self.events and seconds > 0 and state.phase in _ACTING_PHASES:
-            self.events[-1].deadline_ms = self.at_ms + seconds * 1000
-        return self.events
+        if events and seconds > 0 and state.phase in _ACTING_PHASES:
+            events[-1].deadline_ms = self.at_ms + seconds * 1000
+            # The fold of the last event stamps its deadline, set only now.
+            self.afters[-1] = evolved(state, deadline_ms=events[-1].deadline_ms)
+        remember_decided(zip(self.priors, events, self.afters, strict=True))
+        return events
 
 
 _ACTING_PHASES = (Phase.FIRST_DISCARD, Phase.DRAW, Phase.PLAY)
 
 
 def stream(state: HandState, label: str) -> DeterministicRandom:
-    """The match's random stream named ``label`` (DESIGN.md "Provably fair deals")."""
+    """The match's random stream named ``label`` (docs/architecture.md "Provably fair deals")."""
     return DeterministicRandom(deck_key(state.server_seed, state.client_seeds), label)
 
 
 def deal(batch: Batch, *, round_number: int, dealer: int) -> None:
     """Start a round: shuffle the 106 cards (stream ``deal/<n>``) and deal them.
 
-    The seat after the dealer gets 15 cards, every other seat 14 (rules/hand.md "the
+    The seat after the dealer gets 15 cards, every other seat 14 (docs/rules/hand.md "the
     deal"); the rest is the stock, top first.
     """
     deal_number = batch.current.deal + 1
@@ -107,7 +118,7 @@ def deal(batch: Batch, *, round_number: int, dealer: int) -> None:
 
 def after_discard(batch: Batch, seat: int) -> None:
     """What follows a discard: the round's end when ``seat`` went out, else a restock or a
-    void round when the stock is empty (rules/hand.md "End of a round")."""
+    void round when the stock is empty (docs/rules/hand.md "End of a round")."""
     state = batch.current
     if state.hands[seat] == 0:
         _end_round(batch, seat)
@@ -138,8 +149,9 @@ def after_discard(batch: Batch, seat: int) -> None:
 def _end_round(batch: Batch, went_out: int) -> None:
     state = batch.current
     options = state.options
-    # A hand: the seat opened this very turn and laid nothing off (rules "Hand").
-    is_hand = state.opened_this_turn and not state.laid_off_this_turn
+    # A hand: the seat opened this very turn and touched no meld that was on the table
+    # before it (rules "Hand": lay-offs onto its own new melds keep it a hand).
+    is_hand = state.opened_this_turn and not state.used_older_melds
     points = round_points(options, state.hands, state.opened, went_out=went_out, is_hand=is_hand)
     totals = new_totals(options, state.totals, points)
     batch.emit(

@@ -1,6 +1,6 @@
 """Listing the melds a hand can form, compactly (re-exported by :mod:`engine.hand.melds`).
 
-rules/hand.md "What the bot and the client need from the engine": every opening
+docs/rules/hand.md "What the bot and the client need from the engine": every opening
 combination "or a compact description of them". :func:`candidate_melds` gives the
 maximal melds; a client picks sub-melds and :func:`~engine.hand.melds.validate_meld`
 checks the choice.

@@ -1,7 +1,7 @@
 """Hand's 106 physical cards: identities, notation and the two point scales.
 
 A natural card is ``copy * 52 + face`` where ``face = suit * 13 + rank`` is the Hokm card
-of :mod:`engine.core.cards` (``copy`` 0 or 1: the two packs, rules/hand.md "Cards"); the
+of :mod:`engine.core.cards` (``copy`` 0 or 1: the two packs, docs/rules/hand.md "Cards"); the
 two jokers are 104 and 105. A :data:`~engine.core.cards.CardSet` mask serves a hand.
 
 Notation: a natural of pack 0 is written like a Hokm card (``A♠``), one of pack 1 takes a
@@ -46,7 +46,7 @@ JOKER_NAMES: Final = ("JK1", "JK2")
 COPY_MARK: Final = "'"
 
 ACE_VALUE: Final = 11
-"""An ace's value when it is not the low ace of A-2-3 (rules/hand.md "Cards")."""
+"""An ace's value when it is not the low ace of A-2-3 (docs/rules/hand.md "Cards")."""
 DEFAULT_JOKER_PENALTY: Final = 15
 
 
@@ -158,7 +158,7 @@ def hand_cards_text(cards: Iterable[HandCard], *, ascii_only: bool = False) -> s
 
 def opening_value(face: Face, *, ace_low: bool, ace_low_value: int = 1) -> int:
     """A face's value in an opening total: 2–10 face value, J/Q/K 10, A 11, or
-    ``ace_low_value`` when it is the low ace of A-2-3 (rules/hand.md "Cards").
+    ``ace_low_value`` when it is the low ace of A-2-3 (docs/rules/hand.md "Cards").
 
     >>> opening_value(parse_card("A♠"), ace_low=True), opening_value(10 + 13, ace_low=False)
     (1, 10)
@@ -171,7 +171,7 @@ def opening_value(face: Face, *, ace_low: bool, ace_low_value: int = 1) -> int:
 
 def penalty_value(card: HandCard, *, joker_penalty: int = DEFAULT_JOKER_PENALTY) -> int:
     """A card's penalty when left in hand: as :func:`opening_value` with A = 11 always, and
-    a joker = ``joker_penalty`` (rules/hand.md "Cards", option ``joker_penalty``).
+    a joker = ``joker_penalty`` (docs/rules/hand.md "Cards", option ``joker_penalty``).
 
     :raises ValueError: for an id outside the deck.
 

@@ -7,11 +7,15 @@ Also the envelope helpers: a Hand command or event wrapped in the log's ``Comman
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final
+
+from google.protobuf.message import Message
 
 from dast.v1 import hand_pb2, log_pb2
 from engine.core.cards import CardSet
-from engine.hand.cards import is_joker
+from engine.hand.cards import DECK_SIZE, is_joker
 from engine.hand.melds import Meld, MeldKind
+from engine.hand.rules import MAX_PLAYERS
 from engine.hand.state import TableMeld
 
 
@@ -54,14 +58,60 @@ def meld_spec_of(meld: Meld) -> hand_pb2.MeldSpec:
     )
 
 
-def hand_event(**kind: object) -> log_pb2.Event:
+def hand_event(**kind: Message) -> log_pb2.Event:
     """An envelope holding one Hand event, e.g. ``hand_event(card_discarded=...)``."""
-    return log_pb2.Event(hand=hand_pb2.HandEvent(**kind))  # type: ignore[arg-type]
+    ((name, message),) = kind.items()
+    event = log_pb2.Event()
+    # One copy into place: nested constructors would copy the payload twice.
+    getattr(event.hand, name).CopyFrom(message)
+    return event
 
 
-def hand_command(seat: int, **kind: object) -> log_pb2.Command:
+def card_drawn_event(seat: int, card: int, *, from_discard: bool = False) -> log_pb2.Event:
+    """``hand_event(card_drawn=CardDrawn(seat=seat, card=card, from_discard=...))``, parsed
+    from bytes encoded once: a draw is every other event of a match, and parsing a few bytes
+    builds the message several times faster than the constructors."""
+    return _parse_event(_DRAWN[from_discard][seat][card])
+
+
+def card_discarded_event(seat: int, card: int) -> log_pb2.Event:
+    """``hand_event(card_discarded=CardDiscarded(seat=seat, card=card))``, parsed like
+    :func:`card_drawn_event`."""
+    return _parse_event(_DISCARDED[seat][card])
+
+
+_parse_event = log_pb2.Event.FromString
+_SEATS = range(MAX_PLAYERS)
+_CARDS = range(DECK_SIZE)
+_DRAWN: Final = tuple(
+    tuple(
+        tuple(
+            hand_event(
+                card_drawn=hand_pb2.CardDrawn(seat=seat, card=card, from_discard=from_discard)
+            ).SerializeToString(deterministic=True)
+            for card in _CARDS
+        )
+        for seat in _SEATS
+    )
+    for from_discard in (False, True)
+)
+_DISCARDED: Final = tuple(
+    tuple(
+        hand_event(
+            card_discarded=hand_pb2.CardDiscarded(seat=seat, card=card)
+        ).SerializeToString(deterministic=True)
+        for card in _CARDS
+    )
+    for seat in _SEATS
+)
+
+
+def hand_command(seat: int, **kind: Message) -> log_pb2.Command:
     """An envelope holding one Hand command, e.g. ``hand_command(1, discard=...)``."""
-    return log_pb2.Command(seat=seat, hand=hand_pb2.HandCommand(**kind))  # type: ignore[arg-type]
+    ((name, message),) = kind.items()
+    command = log_pb2.Command(seat=seat)
+    getattr(command.hand, name).CopyFrom(message)
+    return command
 
 
 def without(mask: CardSet, cards: Iterable[int]) -> CardSet:

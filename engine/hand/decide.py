@@ -17,6 +17,7 @@ from engine.hand import turn
 from engine.hand.batch import Batch, deal
 from engine.hand.codec import hand_event
 from engine.hand.errors import HandCode
+from engine.hand.opening import opening_pending
 from engine.hand.rules import resolve_rules
 from engine.hand.state import HandState, Phase
 
@@ -27,9 +28,11 @@ def start(
     players: Sequence[common_pb2.Player],
     *,
     at_ms: int = 0,
+    server_seed_chosen: bool = False,
 ) -> list[log_pb2.Event]:
     """The first events of a match: the start (rules resolved, fairness block) and the
-    first deal, dealt by seat 0.
+    first deal, dealt by seat 0. ``server_seed_chosen`` records that the seed was chosen
+    by an admin rather than drawn at random.
 
     :raises RuleViolation: ``invalid_players`` / ``invalid_rules`` (see
         :func:`~engine.hand.rules.resolve_rules`), or ``invalid_rules`` when the server seed
@@ -50,6 +53,7 @@ def start(
                     server_seed_commitment=commit(seed),
                     client_seeds=[player.client_seed for player in players],
                     server_seed=seed,
+                    server_seed_chosen=server_seed_chosen,
                 ),
             )
         )
@@ -86,7 +90,7 @@ def decide(state: HandState | None, command: log_pb2.Command) -> list[log_pb2.Ev
 
 
 def _check_phase(state: HandState, kind: str, where: str) -> None:
-    # rules/hand.md "A turn": draw, meld (optional), discard; the first player only discards.
+    # docs/rules/hand.md "A turn": draw, meld (optional), discard; the first player only discards.
     if state.phase is Phase.FIRST_DISCARD and kind != "discard":
         raise RuleViolation(
             HandCode.FIRST_TURN_DISCARD_ONLY,
@@ -97,8 +101,14 @@ def _check_phase(state: HandState, kind: str, where: str) -> None:
         raise RuleViolation(HandCode.MUST_DRAW_FIRST, f"draw a card first ({kind} {where})")
     if state.phase is Phase.PLAY and is_draw:
         raise RuleViolation(HandCode.ALREADY_DREW, f"one draw a turn ({kind} {where})")
-    if state.laying_hand and kind != "discard":
+    if kind != "discard" and _laying_hand(state):
         raise RuleViolation(
             HandCode.HAND_MUST_DISCARD,
             f"a hand lays the whole hand at once: discard the last card ({kind} {where})",
         )
+
+
+def _laying_hand(state: HandState) -> bool:
+    """The seat laid all its cards but one without its opening reaching the threshold: a
+    "hand" in the making, whose only move left is to discard the last card."""
+    return state.hands[state.turn].bit_count() == 1 and opening_pending(state)

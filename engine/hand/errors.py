@@ -1,7 +1,8 @@
-"""Violation codes of Hand (rules/hand.md), on top of the shared :class:`engine.core.errors.Code`.
+"""Violation codes of Hand (docs/rules/hand.md), on top of the shared
+:class:`engine.core.errors.Code`.
 
 Every code names ONE way a command breaks a rule, so a client can switch on it. The meld
-codes come first (one per way a meld is invalid, rules/hand.md "Melds"); the game's turn
+codes come first (one per way a meld is invalid, docs/rules/hand.md "Melds"); the game's turn
 codes follow. Codes never change once shipped.
 
 Exception tree (from :mod:`engine.core.errors`)::
@@ -19,7 +20,7 @@ from enum import StrEnum
 class HandCode(StrEnum):
     """Rule-violation codes of Hand."""
 
-    # ---- one code per way a meld is invalid (rules/hand.md "Melds") ----
+    # ---- one code per way a meld is invalid (docs/rules/hand.md "Melds") ----
     MELD_TOO_SHORT = "meld_too_short"
     """Fewer than 3 cards."""
     DUPLICATE_CARD = "duplicate_card"
@@ -54,7 +55,7 @@ class HandCode(StrEnum):
     CANNOT_RETRIEVE_JOKER = "cannot_retrieve_joker"
     """The cards given do not take the place of that meld's joker."""
 
-    # ---- the game's turn codes (rules/hand.md "A turn", "Melds", "End of a round") ----
+    # ---- the game's turn codes (docs/rules/hand.md "A turn", "Melds", "End of a round") ----
     FIRST_TURN_DISCARD_ONLY = "first_turn_discard_only"
     """The player after the dealer starts the round by discarding only."""
     MUST_DRAW_FIRST = "must_draw_first"
@@ -67,7 +68,8 @@ class HandCode(StrEnum):
     """The top discard fits no meld the player could lay this turn (before opening: no
     opening reaching the threshold), so taking it would leave the turn without an end."""
     MUST_USE_TAKEN_DISCARD = "must_use_taken_discard"
-    """The card taken from the discard pile must be melded before the turn can end."""
+    """The card taken from the discard pile must join a new meld before the turn can end,
+    and no move may leave it unable to."""
     OPENING_MUST_USE_TAKEN_DISCARD = "opening_must_use_taken_discard"
     """Before opening, the taken discard must be part of the opening."""
     CARD_NOT_IN_HAND = "card_not_in_hand"
@@ -83,4 +85,5 @@ class HandCode(StrEnum):
     NO_SUCH_MELD = "no_such_meld"
     """No table meld has that id."""
     HAND_MUST_DISCARD = "hand_must_discard"
-    """After laying the whole hand but one card at once, the player discards it."""
+    """After laying the whole hand but one card below the threshold (a "hand"), the
+    player discards the last card."""

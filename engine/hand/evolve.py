@@ -12,7 +12,6 @@ random generator and no meld logic.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from typing import Any
 
 from dast.v1 import hand_pb2, log_pb2
@@ -20,7 +19,7 @@ from engine.core.cards import mask_of
 from engine.core.fairness import commit
 from engine.hand.codec import table_meld_of_proto, without
 from engine.hand.rules import options_of
-from engine.hand.state import HandState, Phase
+from engine.hand.state import HandState, Phase, evolved
 
 
 def evolve(state: HandState | None, event: log_pb2.Event) -> HandState:
@@ -29,6 +28,17 @@ def evolve(state: HandState | None, event: log_pb2.Event) -> HandState:
     :raises ValueError: if the event does not follow ``state`` (a gap in ``seq``) or is
         not a Hand event.
     """
+    # ``decide`` already folded its events: the caller folding them again gets the very
+    # states it computed (see remember_decided), only for the same event object, unchanged
+    # since, over the same state object.
+    decided = _DECIDED.folds.get(id(event))
+    if (
+        decided is not None
+        and decided[0] is event
+        and decided[1] is state
+        and decided[2] == event.SerializeToString(deterministic=True)
+    ):
+        return decided[3]
     expected = 1 if state is None else state.seq + 1
     if event.seq != expected:
         raise ValueError(f"event seq {event.seq} does not follow seq {expected - 1}")
@@ -40,11 +50,41 @@ def evolve(state: HandState | None, event: log_pb2.Event) -> HandState:
         if kind != "match_started":
             raise ValueError("a Hand log starts with match_started")
         return _match_started(payload.match_started, event.seq)
-    state = replace(state, seq=event.seq, deadline_ms=event.deadline_ms)
     handler = _HANDLERS.get(kind or "")
     if handler is None:
         raise ValueError(f"event seq {event.seq}: unexpected {kind}")
-    return handler(state, getattr(payload, kind or ""))
+    # Each handler makes the one copy of the state, numbered and stamped by the event.
+    return handler(state, getattr(payload, kind or ""), event.seq, event.deadline_ms)
+
+
+class _DecidedFolds:
+    """The folds of ``decide``'s last batch, by the event object's identity: (event, state
+    before, the event's canonical bytes, state after). The caller of ``decide`` folds
+    the same events into the same state with ``evolve`` right after, one fold per event
+    (a few microseconds each, a fair share of a random game's time); this gives back the
+    states already computed instead. The event is kept so that its identity stays its own,
+    and its bytes so that an event changed after ``decide`` is folded afresh. One batch
+    only: the memo is replaced whole (one assignment, safe across threads), never grows."""
+
+    __slots__ = ("folds",)
+
+    def __init__(self) -> None:
+        self.folds: dict[int, tuple[log_pb2.Event, HandState, bytes, HandState]] = {}
+
+
+_DECIDED = _DecidedFolds()
+
+
+def remember_decided(
+    folds: Iterable[tuple[HandState | None, log_pb2.Event, HandState]],
+) -> None:
+    """Keep ``decide``'s folds (state before, event, state after) of the batch it returns,
+    for :func:`evolve` to give back; the match's first event (no state before) is left out."""
+    _DECIDED.folds = {
+        id(event): (event, before, event.SerializeToString(deterministic=True), after)
+        for before, event, after in folds
+        if before is not None
+    }
 
 
 def replay(events: Iterable[log_pb2.Event]) -> HandState:
@@ -77,10 +117,14 @@ def _match_started(message: hand_pb2.HandMatchStarted, seq: int) -> HandState:
     )
 
 
-def _round_started(state: HandState, message: hand_pb2.HandRoundStarted) -> HandState:
+def _round_started(
+    state: HandState, message: hand_pb2.HandRoundStarted, seq: int, deadline_ms: int
+) -> HandState:
     seats = state.seats
-    return replace(
+    return evolved(
         state,
+        seq=seq,
+        deadline_ms=deadline_ms,
         phase=Phase.BETWEEN_DEALS,
         round=message.round,
         deal=message.deal,
@@ -94,19 +138,25 @@ def _round_started(state: HandState, message: hand_pb2.HandRoundStarted) -> Hand
         opened=(False,) * seats,
         must_use=None,
         opened_this_turn=False,
-        laid_off_this_turn=False,
-        laying_hand=False,
+        opening_total=0,
+        opening_to_beat=0,
+        turn_first_meld=0,
+        used_older_melds=False,
         highest_opening=0,
         restocks=0,
     )
 
 
-def _cards_dealt(state: HandState, message: hand_pb2.HandCardsDealt) -> HandState:
+def _cards_dealt(
+    state: HandState, message: hand_pb2.HandCardsDealt, seq: int, deadline_ms: int
+) -> HandState:
     hands = [0] * state.seats
     for dealt in message.hands:
         hands[dealt.seat] = mask_of(dealt.cards)
-    return replace(
+    return evolved(
         state,
+        seq=seq,
+        deadline_ms=deadline_ms,
         phase=Phase.FIRST_DISCARD,
         turn=state.next_seat(state.dealer),
         hands=tuple(hands),
@@ -114,31 +164,48 @@ def _cards_dealt(state: HandState, message: hand_pb2.HandCardsDealt) -> HandStat
     )
 
 
-def _card_drawn(state: HandState, message: hand_pb2.CardDrawn) -> HandState:
+def _card_drawn(
+    state: HandState, message: hand_pb2.CardDrawn, seq: int, deadline_ms: int
+) -> HandState:
     hands = list(state.hands)
     if message.HasField("card"):
         hands[message.seat] |= 1 << message.card
     # A turn's flags start afresh with its draw (they outlive the discard that ends the
     # turn so that the round's end can tell a "hand").
-    turn = replace(
-        state,
-        phase=Phase.PLAY,
-        hands=tuple(hands),
-        opened_this_turn=False,
-        laid_off_this_turn=False,
-        laying_hand=False,
-    )
     if message.from_discard:
-        return replace(
-            turn,
+        return evolved(
+            state,
+            seq=seq,
+            deadline_ms=deadline_ms,
+            phase=Phase.PLAY,
+            hands=tuple(hands),
+            opened_this_turn=False,
+            opening_total=0,
+            opening_to_beat=state.highest_opening,
+            turn_first_meld=len(state.melds),
+            used_older_melds=False,
             discard=state.discard[:-1],
             shown=state.shown | (1 << message.card),
             must_use=message.card,
         )
-    return replace(turn, stock=state.stock[1:])
+    return evolved(
+        state,
+        seq=seq,
+        deadline_ms=deadline_ms,
+        phase=Phase.PLAY,
+        hands=tuple(hands),
+        opened_this_turn=False,
+        opening_total=0,
+        opening_to_beat=state.highest_opening,
+        turn_first_meld=len(state.melds),
+        used_older_melds=False,
+        stock=state.stock[1:],
+    )
 
 
-def _melds_laid(state: HandState, message: hand_pb2.MeldsLaid) -> HandState:
+def _melds_laid(
+    state: HandState, message: hand_pb2.MeldsLaid, seq: int, deadline_ms: int
+) -> HandState:
     hands = list(state.hands)
     laid: list[int] = []
     melds = list(state.melds)
@@ -149,85 +216,123 @@ def _melds_laid(state: HandState, message: hand_pb2.MeldsLaid) -> HandState:
     opened = list(state.opened)
     opened[message.seat] = True
     must_use = None if state.must_use in laid else state.must_use
-    return replace(
+    if not message.opening:
+        return evolved(
+            state,
+            seq=seq, deadline_ms=deadline_ms, hands=tuple(hands), melds=tuple(melds),
+            opened=tuple(opened), must_use=must_use,
+        )
+    # Every lay-down of the opening turn counts towards the opening (rules "Opening").
+    total = state.opening_total + message.total
+    return evolved(
         state,
+        seq=seq,
+        deadline_ms=deadline_ms,
         hands=tuple(hands),
         melds=tuple(melds),
         opened=tuple(opened),
         must_use=must_use,
-        opened_this_turn=state.opened_this_turn or message.opening,
-        laying_hand=message.opening and hands[message.seat].bit_count() == 1,
-        highest_opening=(
-            max(state.highest_opening, message.total) if message.opening else state.highest_opening
-        ),
+        opened_this_turn=True,
+        opening_total=total,
+        highest_opening=max(state.highest_opening, total),
     )
 
 
-def _card_laid_off(state: HandState, message: hand_pb2.CardLaidOff) -> HandState:
+def _card_laid_off(
+    state: HandState, message: hand_pb2.CardLaidOff, seq: int, deadline_ms: int
+) -> HandState:
     hands = list(state.hands)
     hands[message.seat] = without(hands[message.seat], (message.card,))
     melds = list(state.melds)
     melds[message.meld.id] = table_meld_of_proto(message.meld)
-    return replace(state, hands=tuple(hands), melds=tuple(melds), laid_off_this_turn=True)
+    return evolved(
+        state,
+        seq=seq,
+        deadline_ms=deadline_ms,
+        hands=tuple(hands),
+        melds=tuple(melds),
+        used_older_melds=state.used_older_melds or message.meld.id < state.turn_first_meld,
+    )
 
 
-def _joker_retrieved(state: HandState, message: hand_pb2.JokerRetrieved) -> HandState:
+def _joker_retrieved(
+    state: HandState, message: hand_pb2.JokerRetrieved, seq: int, deadline_ms: int
+) -> HandState:
     hands = list(state.hands)
     hands[message.seat] = without(hands[message.seat], message.cards) | (1 << message.joker)
     melds = list(state.melds)
     melds[message.meld.id] = table_meld_of_proto(message.meld)
-    return replace(
+    return evolved(
         state,
+        seq=seq,
+        deadline_ms=deadline_ms,
         hands=tuple(hands),
         melds=tuple(melds),
         shown=state.shown | (1 << message.joker),
-        laid_off_this_turn=True,
+        used_older_melds=state.used_older_melds or message.meld.id < state.turn_first_meld,
     )
 
 
-def _card_discarded(state: HandState, message: hand_pb2.CardDiscarded) -> HandState:
+def _card_discarded(
+    state: HandState, message: hand_pb2.CardDiscarded, seq: int, deadline_ms: int
+) -> HandState:
     hands = list(state.hands)
     hands[message.seat] = without(hands[message.seat], (message.card,))
-    return replace(
+    return evolved(
         state,
+        seq=seq,
+        deadline_ms=deadline_ms,
         phase=Phase.DRAW,
         turn=state.next_seat(message.seat),
         hands=tuple(hands),
         discard=(*state.discard, message.card),
         must_use=None,
-        laying_hand=False,
     )
 
 
-def _stock_restocked(state: HandState, message: hand_pb2.StockRestocked) -> HandState:
-    return replace(
-        state, stock=tuple(message.stock), discard=state.discard[-1:], restocks=message.restocks
-    )
-
-
-def _round_voided(state: HandState, message: hand_pb2.RoundVoided) -> HandState:
-    return replace(state, phase=Phase.BETWEEN_DEALS)
-
-
-def _round_ended(state: HandState, message: hand_pb2.HandRoundEnded) -> HandState:
-    return replace(
+def _stock_restocked(
+    state: HandState, message: hand_pb2.StockRestocked, seq: int, deadline_ms: int
+) -> HandState:
+    return evolved(
         state,
+        seq=seq, deadline_ms=deadline_ms, stock=tuple(message.stock),
+        discard=state.discard[-1:], restocks=message.restocks,
+    )
+
+
+def _round_voided(
+    state: HandState, message: hand_pb2.RoundVoided, seq: int, deadline_ms: int
+) -> HandState:
+    return evolved(state, seq=seq, deadline_ms=deadline_ms, phase=Phase.BETWEEN_DEALS)
+
+
+def _round_ended(
+    state: HandState, message: hand_pb2.HandRoundEnded, seq: int, deadline_ms: int
+) -> HandState:
+    return evolved(
+        state,
+        seq=seq,
+        deadline_ms=deadline_ms,
         phase=Phase.BETWEEN_DEALS,
         totals=tuple(message.totals),
         rounds_played=state.rounds_played + 1,
     )
 
 
-def _match_ended(state: HandState, message: hand_pb2.HandMatchEnded) -> HandState:
-    return replace(
+def _match_ended(
+    state: HandState, message: hand_pb2.HandMatchEnded, seq: int, deadline_ms: int
+) -> HandState:
+    return evolved(
         state,
+        seq=seq,
+        deadline_ms=deadline_ms,
         phase=Phase.MATCH_OVER,
         winners=tuple(message.winners),
         server_seed=message.server_seed or state.server_seed,
     )
 
 
-_HANDLERS: dict[str, Callable[[HandState, Any], HandState]] = {
+_HANDLERS: dict[str, Callable[[HandState, Any, int, int], HandState]] = {
     "round_started": _round_started,
     "cards_dealt": _cards_dealt,
     "card_drawn": _card_drawn,

@@ -3,16 +3,19 @@
 Order (stable, documented for clients and tests):
 
 1. ``draw_from_stock``, then ``take_discard`` (when the top discard is usable);
-2. ``lay_melds``: before opening, the solver's best opening when it reaches the
-   threshold, then the "hand" lay-down (all cards but one) when there is one; once opened,
-   one command per meld the hand can form (in the order of
-   :func:`~engine.hand.melds.candidate_melds`). While a card taken from the discard pile
-   waits, only lay-downs using it are listed (and nothing else is legal). Any other
+2. ``lay_melds``: before opening (or while the opening laid this turn is short of the
+   threshold), the solver's best lay-down completing the opening, then the "hand"
+   lay-down (all cards but one) when there is one; once opened, one command per meld the
+   hand can form (in the order of :func:`~engine.hand.melds.candidate_melds`). While a
+   card taken from the discard pile waits, only lay-downs using it are listed. Any other
    combination the player spells is checked by ``decide`` when chosen (the view's
    ``meld_options`` lists the melds to combine);
-3. ``lay_off``: by table meld id, then card id; a joker once per face it may stand for;
-4. ``retrieve_joker``: by table meld id, one command per choice of physical cards;
-5. ``discard``: by card id.
+3. ``lay_off``: by table meld id, then card id; a joker once per face it may stand for
+   (not listed while a taken discard waits, though ``decide`` accepts a lay-off that
+   leaves the card still usable);
+4. ``retrieve_joker``: by table meld id, one command per choice of physical cards (while
+   a taken discard waits, those after which it can still join a new meld);
+5. ``discard``: by card id, once nothing keeps the turn from ending.
 
 Every listed command is accepted by ``decide`` (a property test checks it).
 """
@@ -25,18 +28,24 @@ from itertools import product
 from dast.v1 import hand_pb2, log_pb2
 from engine.core.cards import PACK_SIZE, RANKS_PER_SUIT, SUITS, iter_cards
 from engine.core.errors import RuleViolation
-from engine.hand.cards import JOKERS, is_joker, natural_of
+from engine.hand.cards import DECK_SIZE, JOKERS, NATURALS, is_joker
 from engine.hand.codec import hand_command, meld_spec_of
-from engine.hand.melds import Meld, MeldKind, lay_off, retrieve_joker
+from engine.hand.melds import Meld, MeldKind, extension_faces, retrieve_joker
 from engine.hand.opening import (
     best_legal_opening,
     can_use_taken_discard,
     hand_lay_down,
+    has_opened,
     melds_using,
     melds_with_taken,
+    opening_pending,
     playable_melds,
+    retrieval_keeps_turn,
 )
+from engine.hand.rules import MAX_PLAYERS
 from engine.hand.state import HandState, Phase
+
+_NATURALS_MASK = (1 << NATURALS) - 1
 
 _RUN_END_POSITIONS = 13
 
@@ -47,17 +56,25 @@ def legal(state: HandState, seat: int) -> list[log_pb2.Command]:
     if seat != state.turn or state.phase in (Phase.BETWEEN_DEALS, Phase.MATCH_OVER):
         return []
     if state.phase is Phase.FIRST_DISCARD:
-        return list(_discards(state, seat))
+        return _discards(state, seat)
     if state.phase is Phase.DRAW:
         commands = [hand_command(seat, draw_from_stock=hand_pb2.DrawFromStock())]
         if state.discard and can_use_taken_discard(state, seat, state.discard[-1]):
             commands.append(hand_command(seat, take_discard=hand_pb2.TakeDiscard()))
         return commands
-    if state.laying_hand:
-        return list(_discards(state, seat))
+    pending = opening_pending(state)
+    if pending and state.hands[seat].bit_count() == 1:
+        return _discards(state, seat)  # a "hand" in the making: discard the last card
     commands = list(_lay_melds(state, seat))
     if state.must_use is not None:
-        return commands  # the taken discard's meld comes first (engine.hand.opening)
+        if has_opened(state, seat):
+            commands.extend(
+                command for command in _retrievals(state, seat)
+                if retrieval_keeps_turn(state, seat, command.hand.retrieve_joker)
+            )
+        return commands  # the turn cannot end before the taken discard is melded
+    if pending:
+        return commands  # the opening must reach the threshold before anything else
     if state.opened[seat]:
         commands.extend(_lay_offs(state, seat))
         commands.extend(_retrievals(state, seat))
@@ -72,15 +89,30 @@ def meld_options(state: HandState, seat: int) -> list[Meld]:
     return playable_melds(state, state.hands[seat])
 
 
-def _discards(state: HandState, seat: int) -> Iterator[log_pb2.Command]:
-    for card in iter_cards(state.hands[seat]):
-        yield hand_command(seat, discard=hand_pb2.Discard(card=card))
+def _discards(state: HandState, seat: int) -> list[log_pb2.Command]:
+    encoded = _DISCARDS[seat]
+    parse = log_pb2.Command.FromString
+    return [parse(encoded[card]) for card in iter_cards(state.hands[seat])]
+
+
+def _encoded_discards(seat: int) -> tuple[bytes, ...]:
+    commands = []
+    for card in range(DECK_SIZE):
+        command = log_pb2.Command(seat=seat)
+        command.hand.discard.card = card
+        commands.append(command.SerializeToString(deterministic=True))
+    return tuple(commands)
+
+
+_DISCARDS = tuple(_encoded_discards(seat) for seat in range(MAX_PLAYERS))
+"""Every seat's discard commands, encoded once: a seat's turn lists 14 or 15 of them, and
+parsing a few bytes builds a fresh message faster than setting its nested fields."""
 
 
 def _lay_melds(state: HandState, seat: int) -> Iterator[log_pb2.Command]:
     hand = state.hands[seat]
     choices: list[tuple[Meld, ...]] = []
-    if not state.opened[seat]:
+    if not has_opened(state, seat):
         openings = (best_legal_opening(state, seat), hand_lay_down(state, seat))
         choices.extend(m for m in openings if m)
     elif state.must_use is not None:
@@ -106,85 +138,106 @@ def _lay_offs(state: HandState, seat: int) -> Iterator[log_pb2.Command]:
     if hand.bit_count() < 2:
         return
     max_jokers = state.options.max_jokers_per_meld
+    naturals = hand & _NATURALS_MASK
+    jokers = [card for card in JOKERS if hand >> card & 1]
     for table_meld in state.melds:
-        for card in iter_cards(hand):
-            if not is_joker(card) and not _may_extend(table_meld.meld, natural_of(card)):
-                continue
-            faces: tuple[int | None, ...] = (
-                _joker_faces_for(table_meld.meld) if is_joker(card) else (None,)
-            )
-            for face in faces:
-                try:
-                    lay_off(table_meld.meld, card, face, max_jokers=max_jokers)
-                except RuleViolation:
-                    continue
-                move = hand_pb2.LayOff(meld_id=table_meld.id, card=card)
-                if face is not None:
-                    move.joker_face = face
-                yield hand_command(seat, lay_off=move)
+        meld = table_meld.meld
+        spots = _SPOTS.get((meld.cards, meld.faces))
+        if spots is None:
+            spots = _lay_off_spots(meld)
+        extensions, wanted, jokers_in_meld = spots
+        if not extensions:
+            continue
+        for card in iter_cards(naturals & (wanted | wanted << PACK_SIZE)):
+            yield _lay_off_command(seat, table_meld.id, card, None)
+        if jokers and jokers_in_meld < max_jokers:
+            for joker in jokers:
+                for face in extensions:
+                    yield _lay_off_command(seat, table_meld.id, joker, face)
 
 
-def _may_extend(meld: Meld, face: int) -> bool:
-    """A cheap necessary condition for a lay-off (``lay_off`` decides): a set's rank in a
-    suit it lacks, or a run's suit at a rank it lacks."""
-    if face in meld.faces:
-        return False
-    if meld.kind is MeldKind.SET:
-        return face % RANKS_PER_SUIT == meld.faces[0] % RANKS_PER_SUIT
-    return face // RANKS_PER_SUIT == meld.faces[0] // RANKS_PER_SUIT
+def _lay_off_spots(meld: Meld) -> tuple[tuple[int, ...], int, int]:
+    """What a lay-off onto ``meld`` may be: its extension faces, the same as a 52-bit
+    mask, and the jokers it holds; remembered in :data:`_SPOTS`."""
+    extensions = extension_faces(meld)
+    spots = extensions, sum(1 << face for face in extensions), sum(map(is_joker, meld.cards))
+    if len(_SPOTS) >= _MELD_CACHE_SIZE:
+        _SPOTS.clear()
+    _SPOTS[meld.cards, meld.faces] = spots
+    return spots
 
 
-def _joker_faces_for(meld: Meld) -> tuple[int, ...]:
-    """The faces a joker laid off on ``meld`` might stand for (checked by ``lay_off``)."""
-    if meld.kind is MeldKind.SET:
-        rank = meld.faces[0] % RANKS_PER_SUIT
-        return tuple(
-            suit * RANKS_PER_SUIT + rank
-            for suit in range(SUITS)
-            if suit * RANKS_PER_SUIT + rank not in meld.faces
-        )
-    suit = meld.faces[0] // RANKS_PER_SUIT
-    ranks = {face % RANKS_PER_SUIT for face in meld.faces}
-    below = (meld.faces[0] % RANKS_PER_SUIT - 1) % RANKS_PER_SUIT
-    above = (meld.faces[-1] % RANKS_PER_SUIT + 1) % RANKS_PER_SUIT
-    return tuple(
-        sorted({suit * RANKS_PER_SUIT + rank for rank in (below, above) if rank not in ranks})
-    )
+_MELD_CACHE_SIZE = 1 << 14
+"""Table melds remembered (by :data:`_SPOTS` and :data:`_RETRIEVALS`) before starting afresh."""
+_SPOTS: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[tuple[int, ...], int, int]] = {}
+"""Lay-off spots by meld (its cards and faces, which tell its kind too): a table meld is
+asked about turn after turn while it stays unchanged. Keyed by plain tuples, which hash
+and compare several times faster than the meld record itself."""
+
+
+def _lay_off_command(seat: int, meld_id: int, card: int, face: int | None) -> log_pb2.Command:
+    command = log_pb2.Command(seat=seat)
+    move = command.hand.lay_off
+    move.meld_id = meld_id
+    move.card = card
+    if face is not None:
+        move.joker_face = face
+    return command
 
 
 def _retrievals(state: HandState, seat: int) -> Iterator[log_pb2.Command]:
     hand = state.hands[seat]
     for table_meld in state.melds:
         meld = table_meld.meld
-        if not any(card in JOKERS for card in meld.cards):
-            continue
-        if meld.kind is MeldKind.RUN:
-            wanted: list[tuple[int, ...]] = [
-                (face,) for card, face in zip(meld.cards, meld.faces, strict=True)
-                if is_joker(card)
-            ]
-        else:
-            rank = meld.faces[0] % RANKS_PER_SUIT
-            wanted = [
-                tuple(
-                    suit * RANKS_PER_SUIT + rank
-                    for suit in range(SUITS)
-                    if suit * RANKS_PER_SUIT + rank not in _natural_faces(meld)
-                )
-            ]
+        wanted = _RETRIEVALS.get((meld.cards, meld.faces))
+        if wanted is None:
+            wanted = _retrieval_faces(meld)
         for faces in wanted:
             choices = [
                 [c for c in (face, PACK_SIZE + face) if hand >> c & 1] for face in faces
             ]
             for cards in product(*choices):
                 try:
-                    retrieve_joker(meld, cards)
+                    retrieve_joker(table_meld.meld, cards)
                 except RuleViolation:
                     continue
                 yield hand_command(
                     seat,
                     retrieve_joker=hand_pb2.RetrieveJoker(meld_id=table_meld.id, cards=cards),
                 )
+
+
+def _retrieval_faces(meld: Meld) -> tuple[tuple[int, ...], ...]:
+    """:func:`_faces_to_retrieve`, remembered in :data:`_RETRIEVALS`."""
+    wanted = _faces_to_retrieve(meld)
+    if len(_RETRIEVALS) >= _MELD_CACHE_SIZE:
+        _RETRIEVALS.clear()
+    _RETRIEVALS[meld.cards, meld.faces] = wanted
+    return wanted
+
+
+def _faces_to_retrieve(meld: Meld) -> tuple[tuple[int, ...], ...]:
+    """For each joker of ``meld`` a retrieval could give back, the faces to give in its
+    place: a run's joker its face, a set's every missing suit."""
+    if not any(card in JOKERS for card in meld.cards):
+        return ()
+    if meld.kind is MeldKind.RUN:
+        return tuple(
+            (face,) for card, face in zip(meld.cards, meld.faces, strict=True) if is_joker(card)
+        )
+    rank = meld.faces[0] % RANKS_PER_SUIT
+    natural_faces = _natural_faces(meld)
+    return (
+        tuple(
+            suit * RANKS_PER_SUIT + rank
+            for suit in range(SUITS)
+            if suit * RANKS_PER_SUIT + rank not in natural_faces
+        ),
+    )
+
+
+_RETRIEVALS: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[tuple[int, ...], ...]] = {}
+"""Joker retrieval faces by meld, keyed like :data:`_SPOTS`."""
 
 
 def _natural_faces(meld: Meld) -> set[int]:

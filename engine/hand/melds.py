@@ -1,6 +1,6 @@
 """Melds of Hand: validation, value, lay-off, joker retrieval, candidate listing.
 
-rules/hand.md "Melds": a **set** is 3 or 4 cards of one rank in different suits; a **run**
+docs/rules/hand.md "Melds": a **set** is 3 or 4 cards of one rank in different suits; a **run**
 is 3 or more consecutive cards of one suit, the ace low (A-2-3) or high (Q-K-A) but never
 both and never in the middle (no K-A-2). A joker stands for a stated card; at most
 ``max_jokers`` (option ``max_jokers_per_meld``, default 1) per meld, and at least 2
@@ -38,8 +38,10 @@ __all__ = [
     "Meld",
     "MeldKind",
     "candidate_melds",
+    "extension_faces",
     "is_ace_low",
     "joker_faces_of",
+    "joker_retrievals",
     "lay_off",
     "meld_text",
     "meld_value",
@@ -239,7 +241,7 @@ def is_ace_low(meld: Meld) -> bool:
 
 def meld_value(meld: Meld, *, ace_low_value: int = 1) -> int:
     """The meld's contribution to an opening total: a joker counts as its face, the low ace
-    of A-2-3 counts ``ace_low_value`` (rules/hand.md "Cards", option ``ace_low_value``).
+    of A-2-3 counts ``ace_low_value`` (docs/rules/hand.md "Cards", option ``ace_low_value``).
 
     >>> from engine.hand.cards import parse_hand_cards
     >>> meld_value(validate_meld(parse_hand_cards("Q♣ K♣ A♣"), {}))
@@ -256,7 +258,7 @@ def lay_off(
     meld: Meld, card: HandCard, joker_face: Face | None = None, *, max_jokers: int = 1
 ) -> Meld:
     """Extend a table meld by one card: at either end of a run, or into a set's missing
-    suit (rules/hand.md "A turn" 2). A joker needs ``joker_face``.
+    suit (docs/rules/hand.md "A turn" 2). A joker needs ``joker_face``.
 
     :raises RuleViolation: ``cannot_lay_off`` (the message says why).
 
@@ -293,7 +295,7 @@ def lay_off(
 
 def retrieve_joker(meld: Meld, cards: Sequence[HandCard]) -> tuple[Meld, HandCard]:
     """Put natural card(s) in place of the meld's joker; return the new meld and the joker
-    (rules/hand.md "Joker retrieval", ``002``): a run needs the exact card the joker stands
+    (docs/rules/hand.md "Joker retrieval"): a run needs the exact card the joker stands
     for; a set of two naturals and a joker needs BOTH missing suits at once; a set of three
     naturals and a joker needs the one missing suit.
 
@@ -347,6 +349,64 @@ def retrieve_joker(meld: Meld, cards: Sequence[HandCard]) -> tuple[Meld, HandCar
     by_face.update(zip((natural_of(c) for c in cards), cards, strict=True))
     order = sorted(by_face)
     return Meld(meld.kind, tuple(by_face[f] for f in order), tuple(order)), joker
+
+
+def extension_faces(meld: Meld) -> tuple[Face, ...]:
+    """The faces one more card laid off on ``meld`` may show or stand for, ascending: a
+    set's missing suits (while it has fewer than 4 cards); the card just below a run's
+    low end and just above its high end (the ace low below a 2, high above a K; never
+    both aces). :func:`lay_off` accepts a natural of one of these faces, and a joker
+    stating one while the meld holds fewer than ``max_jokers`` jokers.
+
+    >>> from engine.hand.cards import parse_hand_cards
+    >>> run = validate_meld(parse_hand_cards("2♠ 3♠ 4♠"), {})
+    >>> [card_name(f) for f in extension_faces(run)]
+    ['5♠', 'A♠']
+    """
+    faces = meld.faces
+    if meld.kind is MeldKind.SET:
+        if len(faces) >= SUITS:
+            return ()
+        rank = faces[0] % RANKS_PER_SUIT
+        return tuple(s * RANKS_PER_SUIT + rank for s in range(SUITS)
+                     if s * RANKS_PER_SUIT + rank not in faces)
+    suit = faces[0] // RANKS_PER_SUIT
+    low = run_position(faces[0], ace_low=is_ace_low(meld))
+    high = low + len(faces) - 1
+    found = set()
+    if low > ACE_LOW_POSITION and not (low - 1 == ACE_LOW_POSITION and high == ACE_HIGH_POSITION):
+        found.add(suit * RANKS_PER_SUIT + _rank_at(low - 1))
+    if high < ACE_HIGH_POSITION and not (high + 1 == ACE_HIGH_POSITION and low == ACE_LOW_POSITION):
+        found.add(suit * RANKS_PER_SUIT + _rank_at(high + 1))
+    return tuple(sorted(f for f in found if f not in faces))
+
+
+def _rank_at(position: int) -> int:
+    """The rank at a run position (the ace at both ends)."""
+    return ACE if position in (ACE_LOW_POSITION, ACE_HIGH_POSITION) else position - 1
+
+
+def joker_retrievals(meld: Meld) -> list[tuple[tuple[Face, ...], HandCard]]:
+    """For each joker :func:`retrieve_joker` would give back from ``meld``: the faces that
+    take its place (a run's exact card; a set's every missing suit) and the joker.
+
+    >>> from engine.core.cards import parse_card
+    >>> from engine.hand.cards import parse_hand_cards
+    >>> run = validate_meld(parse_hand_cards("4♦ JK1 6♦"), {104: parse_card("5♦")})
+    >>> [([card_name(f) for f in faces], joker) for faces, joker in joker_retrievals(run)]
+    [(['5♦'], 104)]
+    """
+    if meld.kind is MeldKind.RUN:
+        return [((face,), card) for card, face in zip(meld.cards, meld.faces, strict=True)
+                if is_joker(card)]
+    jokers = [c for c in meld.cards if is_joker(c)]
+    if len(jokers) != 1:
+        return []  # a set holding two jokers gives none back
+    naturals = {f for c, f in zip(meld.cards, meld.faces, strict=True) if not is_joker(c)}
+    rank = meld.faces[0] % RANKS_PER_SUIT
+    missing = tuple(s * RANKS_PER_SUIT + rank for s in range(SUITS)
+                    if s * RANKS_PER_SUIT + rank not in naturals)
+    return [(missing, jokers[0])]
 
 
 # The listing lives in its own module (it only builds on the functions above); re-exported

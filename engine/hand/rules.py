@@ -1,4 +1,4 @@
-"""Hand's rules options (rules/hand.md): resolving a :class:`~dast.v1.hand_pb2.HandRules`.
+"""Hand's rules options (docs/rules/hand.md): resolving a :class:`~dast.v1.hand_pb2.HandRules`.
 
 Every option of the rules file is a field of ``HandRules`` whose unset value means the
 default shown there. :func:`resolve_rules` fills in every default, so the match-start
@@ -30,7 +30,7 @@ MAX_PLAYERS: Final = 4
 
 
 class DealerRotation(IntEnum):
-    """Who deals the next round (rules/hand.md "Players, seats and the deal")."""
+    """Who deals the next round (docs/rules/hand.md "Players, seats and the deal")."""
 
     LOSER_DEALS = hand_pb2.HAND_DEALER_ROTATION_LOSER_DEALS
     NEXT = hand_pb2.HAND_DEALER_ROTATION_NEXT
@@ -38,7 +38,7 @@ class DealerRotation(IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    """The resolved rules options (every field named as in rules/hand.md)."""
+    """The resolved rules options (every field named as in docs/rules/hand.md)."""
 
     players: int
     partnerships: bool

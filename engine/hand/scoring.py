@@ -1,4 +1,4 @@
-"""Hand's round scoring and dealer rotation (rules/hand.md "Scoring", "Players, seats and
+"""Hand's round scoring and dealer rotation (docs/rules/hand.md "Scoring", "Players, seats and
 the deal").
 
 Penalty points: the lowest total wins. The player who goes out scores −30, or −60 with a

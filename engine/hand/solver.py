@@ -1,14 +1,17 @@
 """The exact meld solver of Hand: best opening, going out this turn, least penalty.
 
-rules/hand.md "What the bot and the client need from the engine": the best opening total
+docs/rules/hand.md "What the bot and the client need from the engine": the best opening total
 a hand can make, whether the hand can go out this turn (lay-offs on table melds included),
 and the minimum penalty left in hand. Greedy meld choice is wrong (6♠7♠8♠ + 6♣7♣8♣ + 8♦:
 taking 8♠8♣8♦ strands the rest), so every answer comes from an exhaustive search with
 memoisation (:mod:`engine.hand._search`), never capped by a node limit. Cards that can
 join no meld at all are set aside first, which makes most random hands trivial.
 
-Not modelled: retrieving a table joker during the turn (rules/hand.md "Joker retrieval")
-as a step towards going out; ``must_beat_previous`` is the caller's ``open_min``.
+:func:`can_go_out` considers retrieving table jokers (docs/rules/hand.md "Joker retrieval")
+for a seat that has opened; for one that has not, a retrieval would need the opening
+reached first, which it does not model (it may answer None where such a plan exists).
+:func:`min_penalty` respects the opening threshold of a seat that has not opened.
+``must_beat_previous`` is the caller's ``open_min``.
 
 >>> from engine.hand.cards import parse_hand_cards
 >>> best_opening(parse_hand_cards("6♠ 7♠ 8♠ 6♣ 7♣ 8♣ 8♦ 2♥")).total
@@ -19,6 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import combinations
 
 from engine.core.cards import PACK_SIZE, iter_cards
 from engine.hand._search import (
@@ -48,14 +53,16 @@ from engine.hand.melds import (
     Meld,
     MeldKind,
     is_ace_low,
+    joker_retrievals,
     lay_off,
     meld_value,
+    retrieve_joker,
     run_position,
     validate_meld,
 )
 
-__all__ = ["GoOutPlan", "LayOff", "Opening", "Penalty", "best_opening", "can_go_out",
-           "min_penalty"]
+__all__ = ["GoOutPlan", "LayOff", "Opening", "Penalty", "Retrieval", "best_opening",
+           "can_go_out", "melds_holding", "min_penalty"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,17 +83,27 @@ class LayOff:
 
 
 @dataclass(frozen=True, slots=True)
+class Retrieval:
+    """Natural ``cards`` put in place of ``joker`` in ``table_melds[meld_index]``."""
+
+    meld_index: int
+    cards: tuple[HandCard, ...]
+    joker: HandCard
+
+
+@dataclass(frozen=True, slots=True)
 class GoOutPlan:
-    """How to go out this turn: lay ``melds``, then ``lay_offs`` in order (each valid by
-    :func:`~engine.hand.melds.lay_off` on the table as changed by the ones before), then
-    discard ``discard``. ``is_hand`` for the "hand" finish; ``total`` the new melds'
-    opening total."""
+    """How to go out this turn: make the ``retrievals`` first, lay ``melds``, then
+    ``lay_offs`` in order (each valid by :func:`~engine.hand.melds.lay_off` on the table
+    as changed by the ones before), then discard ``discard``. ``is_hand`` for the "hand"
+    finish; ``total`` the new melds' opening total."""
 
     melds: tuple[Meld, ...]
     lay_offs: tuple[LayOff, ...]
     discard: HandCard
     is_hand: bool
     total: int
+    retrievals: tuple[Retrieval, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,46 +162,52 @@ def _joker_room(meld: Meld, max_jokers: int) -> int:
 
 def _alive(
     counts: list[int], jokers: int, max_jokers: int, runs: list[TableRun], sets: list[TableSet]
-) -> list[bool]:
-    """Whether each face could be in some meld or lay-off at all (a necessary condition;
-    a face that fails it is simply left in hand)."""
+) -> int:
+    """The faces (a 52-bit mask) that could be in some meld or lay-off at all (a necessary
+    condition; a face that fails it is simply left in hand)."""
     budget = min(jokers, max_jokers)
-    present = [0] * 4  # per suit, bit p set when run position p holds a natural
-    suits_of_rank = [0] * RANKS
-    faces = [f for f in range(FACES) if counts[f]]
-    for face in faces:
-        suit, rank = divmod(face, RANKS)
-        present[suit] |= (1 | 1 << HIGH) if rank == ACE else 1 << (rank + 1)
-        suits_of_rank[rank] += 1
-    # a run through a position holds a window of 3 positions (at most 1 joker) or, with
-    # two jokers allowed, of 4 (at most 2) around it: mark the naturals of such windows
-    windows = ((0b111, 3 - min(budget, 1)), (0b1111, 4 - min(budget, 2)))
-    in_runs = [0] * 4
-    for suit, bits in enumerate(present):
-        if bits.bit_count() < 2:
+    faces = 0
+    for face, count in enumerate(counts):
+        if count:
+            faces |= 1 << face
+    alive = 0
+    for rank_mask in _RANK_MASKS:  # a set: 3 suits of the rank, or 2 and a joker
+        present = faces & rank_mask
+        if present and (present.bit_count() >= 3 or (budget and present.bit_count() == 2)):
+            alive |= present
+    for suit in range(4):
+        bits = faces >> (suit * RANKS) & _SUIT_BITS
+        if not bits:
             continue
-        for mask, naturals_needed in windows:
-            for a in range(HIGH + 2 - mask.bit_length()):
-                if (bits >> a & mask).bit_count() >= naturals_needed:
-                    in_runs[suit] |= bits & (mask << a)
-    table_suits = {r.suit for r in runs}
-    table_ranks = {t.rank for t in sets}
-    alive = [False] * FACES
-    for face in faces:
-        suit, rank = divmod(face, RANKS)
-        here = suits_of_rank[rank]
-        position_bits = (1 | 1 << HIGH) if rank == ACE else 1 << (rank + 1)
-        alive[face] = (
-            here >= 3 or (here == 2 and budget > 0) or bool(in_runs[suit] & position_bits)
-            or suit in table_suits or rank in table_ranks
-        )
+        # A natural is in a run only with naturals close by: three in a row without a
+        # joker; with one joker, another natural 1 or 2 positions away (a window of 3
+        # holding both); with two jokers in a meld, also 3 away (a window of 4).
+        at = bits << 1 | bits >> ACE  # run positions: the ace at 0 and at 13
+        if budget == 0:
+            three = at & at >> 1 & at >> 2
+            live = (three | three << 1 | three << 2) & at
+        else:
+            near = at << 1 | at >> 1 | at << 2 | at >> 2
+            if budget >= 2:
+                near |= at << 3 | at >> 3
+            live = near & at
+        if live:
+            alive |= ((live >> 1 | (live & 1) << ACE) & _SUIT_BITS) << (suit * RANKS)
+    for table_run in runs:  # a lay-off onto a table meld of the suit or rank
+        alive |= faces & (_SUIT_BITS << (table_run.suit * RANKS))
+    for table_set in sets:
+        alive |= faces & _RANK_MASKS[table_set.rank]
     return alive
+
+
+_SUIT_BITS = (1 << RANKS) - 1
+_RANK_MASKS = tuple(sum(1 << (suit * RANKS + rank) for suit in range(4)) for rank in range(RANKS))
 
 
 def _solve(
     cards: list[HandCard], *, mode: str, max_jokers: int, ace_low_value: int,
     joker_penalty: int, keep: int, exact_left: bool, table_melds: Sequence[Meld],
-    must_use: HandCard | None, floor: int = NEG + 1,
+    must_use: HandCard | None, floor: int = NEG + 1, open_floor: int = 0,
 ) -> _Outcome | None:
     """The search's best plan, or None when infeasible or below ``floor``."""
     if must_use is not None and must_use not in cards:
@@ -199,7 +222,7 @@ def _solve(
     spare = sum(_joker_room(m, max_jokers) for i, m in enumerate(table_melds)
                 if i not in related)
     alive = _alive(counts, jokers, max_jokers, runs, sets)
-    dead = [c for c in cards if c < NATURALS and not alive[c % PACK_SIZE]]
+    dead = [c for c in cards if c < NATURALS and not alive >> (c % PACK_SIZE) & 1]
     if (exact_left and len(dead) > 1) or (must_use is not None and must_use in dead):
         return None
     for card in dead:
@@ -210,6 +233,7 @@ def _solve(
         exact_left=exact_left, runs=runs, sets=sets, spare_joker_room=spare,
         required_face=-1 if must_use is None or is_joker(must_use) else natural_of(must_use),
         required_joker=must_use is not None and is_joker(must_use),
+        open_floor=open_floor,
     )
     left0 = len(dead) if exact_left else min(keep, len(dead))
     value = search.solve(left0, floor)
@@ -263,7 +287,7 @@ def _build(
     for faces, joker_count in new_melds:
         physical = [pool[f].pop(0) for f in faces[: len(faces) - joker_count]]
         stated = {pool[-1].pop(0): f for f in faces[len(faces) - joker_count:]}
-        melds.append(validate_meld([*physical, *stated], stated, max_jokers=search.max_jokers))
+        melds.append(_meld_of((*physical, *stated), tuple(stated.items()), search.max_jokers))
     table = list(table_melds)
     lay_offs: list[LayOff] = []
 
@@ -296,6 +320,15 @@ def _build(
     return _Outcome(value, melds, lay_offs, left)
 
 
+@lru_cache(maxsize=8192)
+def _meld_of(
+    cards: tuple[HandCard, ...], joker_faces: tuple[tuple[HandCard, int], ...], max_jokers: int
+) -> Meld:
+    """:func:`~engine.hand.melds.validate_meld` of a meld the search found, remembered:
+    hands a turn apart are searched again and again and find the same melds."""
+    return validate_meld(cards, dict(joker_faces), max_jokers=max_jokers)
+
+
 def _joker_spot(table: list[Meld], max_jokers: int) -> tuple[int, int]:
     """A table meld that still takes a joker, and the face the joker states there."""
     for index, meld in enumerate(table):
@@ -316,25 +349,48 @@ def _joker_spot(table: list[Meld], max_jokers: int) -> tuple[int, int]:
 
 def best_opening(
     hand: Sequence[HandCard] | int, *, ace_low_value: int = 1, max_jokers: int = 1,
-    keep: int = 1, must_use: HandCard | None = None,
+    keep: int = 1, must_use: HandCard | None = None, floor: int = 0,
 ) -> Opening:
     """The highest opening total of disjoint melds from ``hand`` that leaves at least
-    ``keep`` card(s) in hand (a turn ends with a discard, rules/hand.md "A turn").
+    ``keep`` card(s) in hand (a turn ends with a discard, docs/rules/hand.md "A turn").
     ``must_use``: a card that must be in the melds (the discard taken this turn).
-    Returns total 0 and no melds when the hand makes none (or ``must_use`` fits none).
+    Returns total 0 and no melds when the hand makes none (or ``must_use`` fits none), or
+    none reaching ``floor``: a threshold lets the search cut every plan below it, which
+    makes "can this hand open?" much cheaper than "what is its best opening?".
 
     >>> from engine.hand.cards import parse_hand_cards
     >>> best_opening(parse_hand_cards("A♠ 2♠ 3♠ 9♥"), ace_low_value=11).total
     16
+    >>> best_opening(parse_hand_cards("A♠ 2♠ 3♠ 9♥"), floor=51).total
+    0
     """
     outcome = _solve(
         _cards(hand), mode="open", max_jokers=max_jokers, ace_low_value=ace_low_value,
         joker_penalty=DEFAULT_JOKER_PENALTY, keep=keep, exact_left=False, table_melds=(),
-        must_use=must_use,
+        must_use=must_use, floor=floor if floor > 0 else NEG + 1,
     )
     if outcome is None:
         return Opening(0, ())
     return Opening(outcome.value, tuple(outcome.melds))
+
+
+def melds_holding(
+    hand: Sequence[HandCard] | int, card: HandCard, *, max_jokers: int = 1, keep: int = 1,
+) -> tuple[Meld, ...]:
+    """Some disjoint new melds of ``hand`` with ``card`` in one of them, leaving at least
+    ``keep`` cards (the first plan the search finds, not the best), or ``()`` when there
+    is none: whether a seat that has opened can meld the discard it takes.
+
+    >>> from engine.hand.cards import parse_hand_card, parse_hand_cards
+    >>> len(melds_holding(parse_hand_cards("7♠ 8♠ 9♠ 2♥"), parse_hand_card("9♠")))
+    1
+    """
+    outcome = _solve(
+        _cards(hand), mode="none", max_jokers=max_jokers, ace_low_value=1,
+        joker_penalty=DEFAULT_JOKER_PENALTY, keep=keep, exact_left=False, table_melds=(),
+        must_use=card,
+    )
+    return () if outcome is None else tuple(outcome.melds)
 
 
 def can_go_out(
@@ -347,9 +403,10 @@ def can_go_out(
     melds or (when opened, or opening this turn) laid off on ``table_melds``; before
     opening, the new melds total at least ``open_min``. When not yet opened and
     ``hand_finish_allowed``, the "hand" finish comes first: the whole hand but the
-    discard laid as new melds at once, no lay-offs, ``open_min`` waived when
-    ``hand_waives_open_min`` (rules/hand.md "End of a round"). ``must_use`` must end in a
-    new meld (the discard taken this turn).
+    discard laid as new melds, no lay-offs, ``open_min`` waived when
+    ``hand_waives_open_min`` (docs/rules/hand.md "End of a round"). ``must_use`` must end in a
+    new meld (the discard taken this turn). A seat that has opened may first retrieve
+    table jokers with natural cards of its hand (never ``must_use``).
 
     >>> from engine.hand.cards import hand_card_name, parse_hand_cards
     >>> plan = can_go_out(parse_hand_cards("6♠ 7♠ 8♠ 6♣ 7♣ 8♣ 8♦ 9♦ 10♦ 2♥"), has_opened=False)
@@ -359,49 +416,146 @@ def can_go_out(
     cards = _cards(hand)
     if not cards:
         return None
-    def solve(mode: str, table: Sequence[Meld]) -> _Outcome | None:
-        return _solve(cards, mode=mode, max_jokers=max_jokers, ace_low_value=ace_low_value,
+
+    def solve(mode: str, held: list[HandCard], table: Sequence[Meld]) -> _Outcome | None:
+        return _solve(held, mode=mode, max_jokers=max_jokers, ace_low_value=ace_low_value,
                       joker_penalty=DEFAULT_JOKER_PENALTY, keep=1, exact_left=True,
                       table_melds=table, must_use=must_use,
                       floor=open_min if mode == "open" else NEG + 1)
 
     if not has_opened and hand_finish_allowed:
         waived = hand_waives_open_min
-        outcome = solve("none" if waived else "open", ())
+        outcome = solve("none" if waived else "open", cards, ())
         if outcome is not None and outcome.melds:
             total = sum(meld_value(m, ace_low_value=ace_low_value) for m in outcome.melds)
             return GoOutPlan(tuple(outcome.melds), (), outcome.left[0], True, total)
         if waived and not table_melds:  # no table: going out is a hand or nothing
             return None
-    outcome = solve("none" if has_opened else "open", table_melds)
-    if outcome is None or not (has_opened or outcome.melds):  # an opening lays a meld
+    outcome = solve("none" if has_opened else "open", cards, table_melds)
+    if outcome is not None and (has_opened or outcome.melds):  # an opening lays a meld
+        total = sum(meld_value(m, ace_low_value=ace_low_value) for m in outcome.melds)
+        return GoOutPlan(tuple(outcome.melds), tuple(outcome.lay_offs), outcome.left[0],
+                         False, total)
+    if not has_opened:
         return None
-    total = sum(meld_value(m, ace_low_value=ace_low_value) for m in outcome.melds)
-    return GoOutPlan(tuple(outcome.melds), tuple(outcome.lay_offs), outcome.left[0], False,
-                     total)
+    for retrievals in _retrieval_sets(cards, table_melds, must_use, max_jokers):
+        held = list(cards)
+        table = list(table_melds)
+        for retrieval in retrievals:
+            for card in retrieval.cards:
+                held.remove(card)
+            held.append(retrieval.joker)
+            table[retrieval.meld_index] = retrieve_joker(
+                table[retrieval.meld_index], retrieval.cards)[0]
+        outcome = solve("none", held, table)
+        if outcome is not None:
+            total = sum(meld_value(m, ace_low_value=ace_low_value) for m in outcome.melds)
+            return GoOutPlan(tuple(outcome.melds), tuple(outcome.lay_offs), outcome.left[0],
+                             False, total, retrievals)
+    return None
+
+
+def _retrieval_sets(
+    cards: list[HandCard], table_melds: Sequence[Meld], keep: HandCard | None,
+    max_jokers: int,
+) -> list[tuple[Retrieval, ...]]:
+    """Every non-empty set of joker retrievals ``cards`` can make together on
+    ``table_melds`` (one physical card per face: the two packs' copies are alike for the
+    search), never giving ``keep``; none when even the hand with every joker retrieved
+    holds two cards that no meld or lay-off could take (going out leaves one)."""
+    held = set(cards)
+    single: list[Retrieval] = []
+    for index, meld in enumerate(table_melds):
+        if max(meld.cards) < NATURALS:
+            continue  # no joker to retrieve
+        for faces, joker in joker_retrievals(meld):
+            chosen = []
+            for face in faces:
+                copies = [c for c in (face, PACK_SIZE + face) if c in held and c != keep]
+                if not copies:
+                    break
+                chosen.append(copies[0])
+            else:
+                single.append(Retrieval(index, tuple(chosen), joker))
+    if not single:
+        return []
+    # A retrieval gives naturals away and brings a joker: the hand with every joker of
+    # the table added is the most any set of retrievals can make alive.
+    richest = cards + [r.joker for r in single]
+    offered = {c for r in single for c in r.cards}
+    if sum(1 for c in _dead_cards(richest, table_melds, max_jokers) if c not in offered) > 1:
+        return []
+    sets: list[tuple[Retrieval, ...]] = []
+    for count in range(1, len(single) + 1):
+        for group in combinations(single, count):
+            given = [c for r in group for c in r.cards]
+            if len(set(given)) == len(given):
+                sets.append(group)
+    return sets
+
+
+def _dead_cards(
+    cards: list[HandCard], table_melds: Sequence[Meld], max_jokers: int
+) -> list[HandCard]:
+    """The naturals of ``cards`` that no new meld or lay-off on ``table_melds`` can take."""
+    counts = [0] * FACES
+    for card in cards:
+        if card < NATURALS:
+            counts[card % PACK_SIZE] += 1
+    jokers = len(cards) - sum(counts)
+    runs, _, sets, _ = _table_view(table_melds, counts)
+    alive = _alive(counts, jokers, max_jokers, runs, sets)
+    return [c for c in cards if c < NATURALS and not alive >> (c % PACK_SIZE) & 1]
 
 
 def min_penalty(
     hand: Sequence[HandCard] | int, *, table_melds: Sequence[Meld] = (),
     can_lay_off: bool = True, max_jokers: int = 1,
-    joker_penalty: int = DEFAULT_JOKER_PENALTY, keep: int = 0,
+    joker_penalty: int = DEFAULT_JOKER_PENALTY, keep: int = 0, has_opened: bool = True,
+    open_min: int = 51, ace_low_value: int = 1, hand_waives_open_min: bool = True,
 ) -> Penalty:
-    """The least penalty (rules/hand.md "Cards": A 11, joker ``joker_penalty``) that can be
+    """The least penalty (docs/rules/hand.md "Cards": A 11, joker ``joker_penalty``) that can be
     left in hand after laying new melds and, when ``can_lay_off``, laying off on
-    ``table_melds``; at least ``keep`` cards stay in hand. Opening thresholds are the
-    caller's concern (an unopened player scores a flat 100).
+    ``table_melds``; at least ``keep`` cards stay in hand.
+
+    A seat that has not opened (``has_opened`` false) lays nothing unless its new melds
+    reach ``open_min`` (their opening values: ``ace_low_value`` for A-2-3's ace, a joker
+    its face), or, with ``hand_waives_open_min``, unless it lays its whole hand but one
+    card as new melds (a "hand"); an unopened seat that lays nothing keeps every card.
 
     >>> from engine.hand.cards import parse_hand_cards
     >>> min_penalty(parse_hand_cards("6♠ 7♠ 8♠ 6♣ 7♣ 8♣ 8♦ K♥")).points
     18
+    >>> min_penalty(parse_hand_cards("6♠ 7♠ 8♠ 6♣ 7♣ 8♣ 8♦ K♥"), has_opened=False).points
+    60
     """
     cards = _cards(hand)
-    outcome = _solve(
-        cards, mode="penalty", max_jokers=max_jokers, ace_low_value=1,
-        joker_penalty=joker_penalty, keep=keep, exact_left=False,
-        table_melds=table_melds if can_lay_off else (), must_use=None,
-    )
     total = sum(penalty_value(c, joker_penalty=joker_penalty) for c in cards)
-    if outcome is None:  # only when fewer than ``keep`` cards are held
-        return Penalty(total, (), ())
-    return Penalty(total - outcome.value, tuple(outcome.melds), tuple(outcome.lay_offs))
+    table = table_melds if can_lay_off else ()
+
+    def solve(open_floor: int, exact_left: bool, melds_on_table: Sequence[Meld]) -> Penalty:
+        outcome = _solve(
+            cards, mode="penalty", max_jokers=max_jokers, ace_low_value=ace_low_value,
+            joker_penalty=joker_penalty, keep=keep, exact_left=exact_left,
+            table_melds=melds_on_table, must_use=None, open_floor=open_floor,
+        )
+        if outcome is None:  # fewer than ``keep`` cards, or no plan reaches the floor
+            return Penalty(total, (), ())
+        return Penalty(total - outcome.value, tuple(outcome.melds), tuple(outcome.lay_offs))
+
+    free = solve(0, False, table)
+    if has_opened:
+        return free
+    opening = sum(meld_value(m, ace_low_value=ace_low_value) for m in free.melds)
+    best = free if opening >= open_min else Penalty(total, (), ())
+    if opening < open_min and open_min > 0:
+        best = min(best, solve(open_min, False, table), key=_points)
+    if hand_waives_open_min and keep <= 1 and len(cards) > 1:
+        whole = solve(0, True, ())
+        if whole.melds:
+            best = min(best, whole, key=_points)
+    return best
+
+
+def _points(penalty: Penalty) -> int:
+    return penalty.points

@@ -1,4 +1,4 @@
-"""The moves of a turn (rules/hand.md "A turn", "Melds", "End of a round").
+"""The moves of a turn (docs/rules/hand.md "A turn", "Melds", "End of a round").
 
 Each move checks its own rule and emits its event into the command's
 :class:`~engine.hand.batch.Batch`; whose turn and which phase it is were checked by
@@ -16,10 +16,21 @@ from dast.v1 import hand_pb2
 from engine.core.errors import Code, InvalidCommand, RuleViolation
 from engine.hand.batch import Batch, after_discard
 from engine.hand.cards import DECK_SIZE, hand_card_name, is_joker
-from engine.hand.codec import hand_event, table_meld_to_proto
+from engine.hand.codec import (
+    card_discarded_event,
+    card_drawn_event,
+    hand_event,
+    table_meld_to_proto,
+)
 from engine.hand.errors import HandCode
 from engine.hand.melds import Meld, lay_off, meld_value, retrieve_joker, validate_meld
-from engine.hand.opening import can_use_taken_discard, opening_shortfall
+from engine.hand.opening import (
+    can_use_taken_discard,
+    has_opened,
+    opening_pending,
+    pending_shortfall,
+    turn_can_end,
+)
 from engine.hand.state import HandState, TableMeld
 
 
@@ -27,7 +38,7 @@ def draw_from_stock(batch: Batch, seat: int, move: hand_pb2.DrawFromStock, where
     """Draw the top card of the stock (never empty: it is restocked at the end of a turn)."""
     state = batch.current
     batch.emit(
-        hand_event(card_drawn=hand_pb2.CardDrawn(seat=seat, card=state.stock[0]))
+        card_drawn_event(seat, state.stock[0])
     )
 
 
@@ -37,20 +48,24 @@ def take_discard(batch: Batch, seat: int, move: hand_pb2.TakeDiscard, where: str
     if not state.discard:
         raise RuleViolation(HandCode.DISCARD_PILE_EMPTY, f"the discard pile is empty {where}")
     card = state.discard[-1]
-    # Taking obliges the player to meld the card this turn (002); a card that no meld of
-    # this turn could use would leave the turn without a legal end, so it cannot be taken.
+    # Taking obliges the player to meld the card this turn; a card that no meld of
+    # this turn could use (a joker retrieval first included) would leave the turn without
+    # a legal end, so it cannot be taken.
     if not can_use_taken_discard(state, seat, card):
         raise RuleViolation(
             HandCode.TAKEN_DISCARD_UNUSABLE,
             f"{hand_card_name(card)} fits no meld you could lay this turn {where}",
         )
     batch.emit(
-        hand_event(card_drawn=hand_pb2.CardDrawn(seat=seat, card=card, from_discard=True))
+        card_drawn_event(seat, card, from_discard=True)
     )
 
 
 def lay_melds(batch: Batch, seat: int, move: hand_pb2.LayMelds, where: str) -> None:
-    """Lay one or more new melds; a seat's first lay-down is its opening."""
+    """Lay one or more new melds. Every lay-down of the turn in which a seat first lays
+    melds belongs to its opening, and the threshold counts them all (rules "Opening"); a
+    lay-down that leaves the opening unable to reach it, or the taken discard unable to
+    join a new meld, is refused."""
     state = batch.current
     if not move.melds:
         raise InvalidCommand(Code.MALFORMED_COMMAND, f"lay_melds names no meld {where}")
@@ -67,17 +82,7 @@ def lay_melds(batch: Batch, seat: int, move: hand_pb2.LayMelds, where: str) -> N
         )
     _check_not_last_card(state, seat, len(laid), where)
     total = sum(meld_value(m, ace_low_value=state.options.ace_low_value) for m in melds)
-    opening = not state.opened[seat]
-    if state.must_use is not None and state.must_use not in laid:
-        raise RuleViolation(
-            HandCode.OPENING_MUST_USE_TAKEN_DISCARD if opening else HandCode.MUST_USE_TAKEN_DISCARD,
-            f"the first lay-down must use the taken {hand_card_name(state.must_use)} {where}",
-        )
-    if opening:
-        left = state.hands[seat].bit_count() - len(laid)
-        shortfall = opening_shortfall(state, total, cards_left=left)
-        if shortfall is not None:
-            raise RuleViolation(shortfall, f"an opening of {total} is not enough {where}")
+    opening = not state.opened[seat] or state.opened_this_turn
     first_id = len(state.melds)
     batch.emit(
         hand_event(
@@ -92,12 +97,24 @@ def lay_melds(batch: Batch, seat: int, move: hand_pb2.LayMelds, where: str) -> N
             )
         )
     )
+    after = batch.current
+    if turn_can_end(after, seat):
+        return
+    if opening_pending(after):
+        raise RuleViolation(
+            pending_shortfall(after),
+            f"an opening of {after.opening_total} that the cards left cannot complete {where}",
+        )
+    taken = hand_card_name(after.must_use) if after.must_use is not None else "card"
+    raise RuleViolation(
+        HandCode.OPENING_MUST_USE_TAKEN_DISCARD if opening else HandCode.MUST_USE_TAKEN_DISCARD,
+        f"after this lay-down no new meld could hold the taken {taken} {where}",
+    )
 
 
 def lay_off_card(batch: Batch, seat: int, move: hand_pb2.LayOff, where: str) -> None:
     """Lay one card off onto a table meld (only after opening: rules "Opening")."""
     state = batch.current
-    _check_taken_discard_used(state, where)
     _check_opened(state, seat, "lay off", where)
     _check_cards(state, seat, (move.card,), [], where)
     _check_not_last_card(state, seat, 1, where)
@@ -122,12 +139,12 @@ def lay_off_card(batch: Batch, seat: int, move: hand_pb2.LayOff, where: str) -> 
             )
         )
     )
+    _check_taken_still_usable(batch, seat, where)
 
 
 def retrieve(batch: Batch, seat: int, move: hand_pb2.RetrieveJoker, where: str) -> None:
     """Put the natural card(s) a table joker stands for in its place and take the joker."""
     state = batch.current
-    _check_taken_discard_used(state, where)
     _check_opened(state, seat, "retrieve a joker", where)
     _check_cards(state, seat, move.cards, [], where)
     table_meld = _table_meld(state, move.meld_id, where)
@@ -142,6 +159,7 @@ def retrieve(batch: Batch, seat: int, move: hand_pb2.RetrieveJoker, where: str) 
             )
         )
     )
+    _check_taken_still_usable(batch, seat, where)
 
 
 def discard(batch: Batch, seat: int, move: hand_pb2.Discard, where: str) -> None:
@@ -149,7 +167,14 @@ def discard(batch: Batch, seat: int, move: hand_pb2.Discard, where: str) -> None
     state = batch.current
     _check_cards(state, seat, (move.card,), [], where)
     _check_taken_discard_used(state, where)
-    batch.emit(hand_event(card_discarded=hand_pb2.CardDiscarded(seat=seat, card=move.card)))
+    if opening_pending(state) and not (
+        state.hands[seat].bit_count() == 1 and state.options.hand_waives_open_min
+    ):
+        raise RuleViolation(
+            pending_shortfall(state),
+            f"complete the opening ({state.opening_total} so far) before discarding {where}",
+        )
+    batch.emit(card_discarded_event(seat, move.card))
     after_discard(batch, seat)
 
 
@@ -207,8 +232,7 @@ def _check_not_last_card(state: HandState, seat: int, laying: int, where: str) -
 
 
 def _check_taken_discard_used(state: HandState, where: str) -> None:
-    # rules "A turn" 1: taking the discard obliges a meld using it this turn; the engine
-    # asks for that meld first, so no other move can strand the card.
+    # rules "A turn" 1: taking the discard obliges a new meld using it this turn.
     if state.must_use is not None:
         raise RuleViolation(
             HandCode.MUST_USE_TAKEN_DISCARD,
@@ -216,8 +240,20 @@ def _check_taken_discard_used(state: HandState, where: str) -> None:
         )
 
 
+def _check_taken_still_usable(batch: Batch, seat: int, where: str) -> None:
+    # The moves of a turn come in any order, but none may strand the taken discard.
+    after = batch.current
+    if after.must_use is not None and not turn_can_end(after, seat):
+        raise RuleViolation(
+            HandCode.MUST_USE_TAKEN_DISCARD,
+            f"after this move no new meld could hold the taken "
+            f"{hand_card_name(after.must_use)} {where}",
+        )
+
+
 def _check_opened(state: HandState, seat: int, what: str, where: str) -> None:
-    if not state.opened[seat]:
+    # rules "Opening": lay-offs and retrievals come once the opening reached the threshold.
+    if not has_opened(state, seat):
         raise RuleViolation(HandCode.NOT_OPENED, f"open before you {what} {where}")
 
 

@@ -1,7 +1,7 @@
 """Int-only rule kernels shared by ``decide``, ``legal``, the views and the bots.
 
 These trust their input (python-chess ``push`` style): the public functions validate
-commands before calling them. Each rule of ``rules/hokm.md`` lives here exactly once.
+commands before calling them. Each rule of ``docs/rules/hokm.md`` lives here exactly once.
 """
 
 from __future__ import annotations
@@ -69,11 +69,11 @@ def is_hakem_side(options: HokmOptions, hakem: int, seat: int) -> bool:
 
 
 def side_tricks(options: HokmOptions, hakem: int, tricks_won: Sequence[int]) -> tuple[int, int]:
-    """Tricks taken by (the hakem's side, the other side)."""
-    ours = 0
-    for seat, won in enumerate(tricks_won):
-        if is_hakem_side(options, hakem, seat):
-            ours += won
+    """Tricks taken by (the hakem's side, the other side): the sides of
+    :func:`is_hakem_side`, counted without asking it seat by seat (after every trick)."""
+    ours = tricks_won[hakem]
+    if len(tricks_won) == 4:
+        ours += tricks_won[(hakem + 2) % 4]
     return ours, sum(tricks_won) - ours
 
 
@@ -149,13 +149,22 @@ def next_hakem_kept(options: HokmOptions, hakem: int, hakem_won: bool) -> int:
 
 
 def match_winners(options: HokmOptions, scores: Sequence[int]) -> tuple[int, ...]:
-    """Seats that won the match: the highest scores at or above ``target_score`` (empty
-    while nobody has reached it). Partners share a total, so both are listed; with three
-    players two defenders reaching it together on the same score both win."""
-    best = max(scores)
-    if best < options.target_score:
-        return ()
-    return tuple(s for s, score in enumerate(scores) if score == best)
+    """Seats that won the match: every seat at or above ``target_score`` (empty while
+    nobody has reached it), checked after each round ("Next round and end of game": the
+    side that reaches the target first wins).
+
+    Only one side scores in a round, so the seats listed reached the target in the same
+    round: partners, who share a total, or with three players the two defenders, who win
+    together even when their totals differ (neither reached it before the other; the
+    engine's reading, docs/rules/hokm.md).
+
+    >>> from engine.hokm.rules import resolve_rules
+    >>> three = resolve_rules(hokm_pb2.HokmRules(variant=hokm_pb2.HOKM_VARIANT_THREE_PLAYERS))
+    >>> [match_winners(three, scores) for scores in ([2, 9, 8], [2, 7, 4], [6, 6, 6])]
+    [(1, 2), (1,), ()]
+    """
+    target = options.target_score
+    return tuple(seat for seat, score in enumerate(scores) if score >= target)
 
 
 def pile_value(card: Card, trump: int) -> int:

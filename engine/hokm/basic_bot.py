@@ -1,4 +1,4 @@
-"""The ``basic`` Hokm bot: the "Strategy hints" of rules/hokm.md (seed ``001``) over a view.
+"""The ``basic`` Hokm bot: the "Strategy hints" of docs/rules/hokm.md over a view.
 
 A pure policy ``(view, rng) -> HokmCommand`` reading only the seat's
 :class:`~dast.v1.hokm_pb2.HokmView` (its hand, this round's tricks, the trick on the table):

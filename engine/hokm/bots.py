@@ -3,7 +3,7 @@
 A policy is ``(view, rng) -> HokmCommand``; :data:`BOTS` names them:
 
 - ``random``: a uniformly random legal command.
-- ``greedy``: the hints of ``rules/hokm.md`` "Strategy hints": as hakem declare the suit it
+- ``greedy``: the hints of ``docs/rules/hokm.md`` "Strategy hints": as hakem declare the suit it
   holds most of; cash non-trump aces when leading; let a winning partner have the trick
   with the lowest card; otherwise win the trick as cheaply as possible, or throw the
   lowest card (non-trumps before trumps).

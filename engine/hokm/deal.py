@@ -8,9 +8,9 @@ Every shuffle is ``DeterministicRandom(deck_key, label).shuffle(range(52))`` (or
   ``ace_in_five``; a new attempt when nobody holds an ace in five).
 - ``round/<r>/hakem``: ``random`` selection, one ``randbelow(seats)``.
 - ``round/<r>/deal``: the deal of round ``r`` (the deck is always shuffled again for the
-  deal, after a face-up selection; rules/hokm.md "Choosing the hakem").
+  deal, after a face-up selection; docs/rules/hokm.md "Choosing the hakem").
 
-The deal of a shuffled deck (rules/hokm.md "Dealing and trump", "Three players", "Two
+The deal of a shuffled deck (docs/rules/hokm.md "Dealing and trump", "Three players", "Two
 players") takes cards from the front of the deck in this fixed order:
 
 1. the hakem's first packet of 5 (the only cards the hakem sees before declaring trump);
@@ -26,6 +26,7 @@ With four players that is 5 + 5·3 + 4·4 + 4·4 = 52 cards.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 from dast.v1 import hokm_pb2
@@ -36,7 +37,7 @@ from engine.hokm.rules import FIRST_PACKET, PACKET, HokmOptions
 
 def seating(deck_key: bytes, seats: int) -> tuple[int, ...]:
     """``random_partners``: ``result[seat]`` is the index in the given players of who sits
-    at ``seat`` (rules/hokm.md "Seats and teams")."""
+    at ``seat`` (docs/rules/hokm.md "Seats and teams")."""
     return tuple(DeterministicRandom(deck_key, "match/seating").shuffle(list(range(seats))))
 
 
@@ -52,7 +53,7 @@ def _shuffled(deck_key: bytes, label: str) -> list[Card]:
 
 
 def draw_hakem(options: HokmOptions, deck_key: bytes, round_no: int) -> HakemDraw:
-    """Choose the hakem with ``hakem_selection`` (rules/hokm.md "Choosing the hakem").
+    """Choose the hakem with ``hakem_selection`` (docs/rules/hokm.md "Choosing the hakem").
 
     - ``first_ace``: cards face up one at a time to seats 0, 1, 2, … until the first ace.
     - ``ace_in_five``: five cards to each seat, one at a time round the table; the holder of
@@ -95,8 +96,14 @@ class Deal(NamedTuple):
         return (self.first if seat == hakem else ()) + self.rest[seat]
 
 
+@lru_cache(maxsize=256)
 def deal_round(options: HokmOptions, deck_key: bytes, round_no: int, hakem: int) -> Deal:
-    """Shuffle and deal round ``round_no`` (label ``round/<r>/deal``)."""
+    """Shuffle and deal round ``round_no`` (label ``round/<r>/deal``).
+
+    A pure function of its arguments, kept for the last rounds dealt: a round's opening
+    deals the hakem's first packet and the trump declaration the rest of the same deal,
+    and the shuffle (about 13 HMAC blocks) is the dearest step of a round.
+    """
     deck = _shuffled(deck_key, f"round/{round_no}/deal")
     seats, size = options.seats, options.hand_size
     first = tuple(deck[:FIRST_PACKET])

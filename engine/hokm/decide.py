@@ -1,15 +1,18 @@
-"""``start``, ``decide`` and ``legal``: the checked edge of the Hokm engine.
+"""``start`` and ``decide``: the checked edge of the Hokm engine (``legal`` is in
+:mod:`engine.hokm.legal`).
 
 ``decide`` validates a command completely, then builds the events it causes, applying each
 to a working copy of the state (:func:`~engine.hokm.evolve.evolve`) so that the rules that
-follow (trick end, round end, next round's deal) see the facts before them. The rules
+follow (trick end, round end, next round's deal) see the facts before them. A card that
+completes a trick without ending the round is the exception, for speed: the trick's winner
+and the tricks won are worked out directly, since nothing else follows. The rules
 themselves are the kernels of :mod:`engine.hokm._core` and :mod:`engine.hokm.deal`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import combinations
+from typing import Final
 
 from dast.v1 import common_pb2, hokm_pb2, log_pb2
 from engine.core.cards import PACK_SIZE, card_name, iter_cards
@@ -19,7 +22,13 @@ from engine.hokm import _core
 from engine.hokm.deal import deal_round, draw_hakem, seating, split_piles
 from engine.hokm.errors import HokmCode
 from engine.hokm.evolve import evolve
-from engine.hokm.rules import SET_ASIDE_COUNT, resolve_rules, rules_proto
+from engine.hokm.rules import (
+    SET_ASIDE_COUNT,
+    TOTAL_TRICKS,
+    VARIANT_SEATS,
+    resolve_rules,
+    rules_proto,
+)
 from engine.hokm.state import HokmState, Phase
 
 ACTING = frozenset({Phase.DECLARE_TRUMP, Phase.SET_ASIDE, Phase.PLAY, Phase.TAKE_PILE})
@@ -38,7 +47,12 @@ class _Batch:
 
     def emit(self, hokm: hokm_pb2.HokmEvent) -> HokmState:
         seq = 1 if self.state is None else self.state.seq + 1
-        event = log_pb2.Event(seq=seq, at_ms=self.at_ms, automatic=self.automatic, hokm=hokm)
+        return self.add(
+            log_pb2.Event(seq=seq, at_ms=self.at_ms, automatic=self.automatic, hokm=hokm)
+        )
+
+    def add(self, event: log_pb2.Event) -> HokmState:
+        """Append an event built for the next seq (and this command) and apply it."""
         self.events.append(event)
         self.state = evolve(self.state, event)
         return self.state
@@ -60,9 +74,11 @@ def start(
     players: Sequence[common_pb2.Player],
     *,
     at_ms: int = 0,
+    server_seed_chosen: bool = False,
 ) -> list[log_pb2.Event]:
     """The first events of a match: the start (with the fairness record) and round 1's
-    opening (hakem selection and the first cards).
+    opening (hakem selection and the first cards). ``server_seed_chosen`` records that the
+    seed was chosen by an admin rather than drawn at random.
 
     :raises InvalidCommand: (``invalid_rules``) for bad options or a seed that is not 32
         bytes, (``invalid_players``) when the number of players is not the variant's.
@@ -88,7 +104,8 @@ def start(
         rules=rules_proto(options),
         players=list(players),
         fairness=common_pb2.Fairness(
-            server_seed_commitment=commit(seed), client_seeds=client_seeds, server_seed=seed
+            server_seed_commitment=commit(seed), client_seeds=client_seeds, server_seed=seed,
+            server_seed_chosen=server_seed_chosen,
         ),
         seating=seating(key, options.seats) if options.random_partners else range(options.seats),
     )
@@ -175,13 +192,13 @@ def decide(state: HokmState, command: log_pb2.Command) -> list[log_pb2.Event]:
     seat = command.seat
     if kind is None:
         raise InvalidCommand(Code.MALFORMED_COMMAND, "the Hokm command names no action")
-    if seat >= state.seats:
+    if seat >= len(state.hands):
         raise InvalidCommand(Code.INVALID_SEAT, f"seat {seat} does not exist")
     if kind == "play_card":
         card = hokm.play_card.card
-        _check_card(card)
-        _check_match_on(state)
-        return _play_card(state, seat, card, command)
+        if card >= PACK_SIZE:  # _check_card, inlined on the path of most decisions
+            _check_card(card)
+        return _play_card(state, seat, card, command)  # checks that the match goes on
     if kind == "declare_trump":
         suit = hokm.declare_trump.suit
         if not common_pb2.SUIT_SPADES <= suit <= common_pb2.SUIT_DIAMONDS:
@@ -218,7 +235,7 @@ def _check_turn(state: HokmState, seat: int, phase: Phase, what: str) -> None:
 def _declare_trump(
     state: HokmState, seat: int, suit: int, command: log_pb2.Command
 ) -> list[log_pb2.Event]:
-    # rules/hokm.md "Dealing and trump": the hakem declares from its first 5 cards.
+    # docs/rules/hokm.md "Dealing and trump": the hakem declares from its first 5 cards.
     if state.phase != Phase.DECLARE_TRUMP:
         raise _fail(Code.WRONG_PHASE, "trump can only be declared before play", state)
     if seat != state.hakem:
@@ -241,7 +258,7 @@ def _declare_trump(
 def _set_aside(
     state: HokmState, seat: int, cards: list[int], command: log_pb2.Command
 ) -> list[log_pb2.Event]:
-    # rules/hokm.md "Three players": the hakem lays 4 of its 20 cards aside.
+    # docs/rules/hokm.md "Three players": the hakem lays 4 of its 20 cards aside.
     if state.phase != Phase.SET_ASIDE:
         raise _fail(Code.WRONG_PHASE, "cards are laid aside only after the kitty is taken",
                     state)
@@ -265,7 +282,7 @@ def _set_aside(
 def _take_pile(
     state: HokmState, seat: int, pile: int, command: log_pb2.Command
 ) -> list[log_pb2.Event]:
-    # rules/hokm.md "Two players": the trick's winner takes a top; the loser the other.
+    # docs/rules/hokm.md "Two players": the trick's winner takes a top; the loser the other.
     _check_turn(state, seat, Phase.TAKE_PILE, "take a pile card")
     tops = (state.pile_a, state.pile_b)
     mine, other = tops[pile], tops[1 - pile]
@@ -279,46 +296,84 @@ def _take_pile(
     return batch.finish()
 
 
+_CARD_PLAYED_BYTES: Final = tuple(
+    tuple(
+        log_pb2.Event(
+            hokm=hokm_pb2.HokmEvent(card_played=hokm_pb2.CardPlayed(seat=seat, card=card))
+        ).SerializeToString()
+        for card in range(PACK_SIZE)
+    )
+    for seat in range(max(VARIANT_SEATS.values()))
+)
+"""``_CARD_PLAYED_BYTES[seat][card]``: the encoded event of ``seat`` playing ``card``, before
+its seq and times are set. Parsing it and setting those is about three times faster than
+building the nested event field by field, on the path of most decisions."""
+_TRICK_TAKEN_BYTES: Final = tuple(
+    tuple(
+        log_pb2.Event(
+            hokm=hokm_pb2.HokmEvent(trick_taken=hokm_pb2.TrickTaken(seat=seat, trick=number))
+        ).SerializeToString()
+        for number in range(max(TOTAL_TRICKS.values()) + 1)
+    )
+    for seat in range(max(VARIANT_SEATS.values()))
+)
+"""``_TRICK_TAKEN_BYTES[seat][trick]``: the encoded event of ``seat`` taking trick number
+``trick``, likewise (one in every trick)."""
+_parse_event = log_pb2.Event.FromString
+
+
 def _play_card(
     state: HokmState, seat: int, card: int, command: log_pb2.Command
 ) -> list[log_pb2.Event]:
-    # rules/hokm.md "Playing tricks".
-    if state.phase == Phase.DECLARE_TRUMP:
-        raise _fail(HokmCode.TRUMP_NOT_DECLARED, "no card is played before trump is declared",
-                    state)
-    _check_turn(state, seat, Phase.PLAY, "play a card")
-    hand = state.hands[seat]
+    # docs/rules/hokm.md "Playing tricks".
+    if state.phase != Phase.PLAY or seat != state.turn:
+        _check_match_on(state)
+        if state.phase == Phase.DECLARE_TRUMP:
+            raise _fail(HokmCode.TRUMP_NOT_DECLARED,
+                        "no card is played before trump is declared", state)
+        _check_turn(state, seat, Phase.PLAY, "play a card")
+    hand, trick = state.hands[seat], state.trick
     if not hand >> card & 1:
         raise _fail(HokmCode.CARD_NOT_IN_HAND, f"seat {seat} does not hold {card_name(card)}",
                     state)
-    if not _core.legal_play_mask(hand, state.trick) >> card & 1:
-        led = card_name(state.trick[0])
+    if not _core.legal_play_mask(hand, trick) >> card & 1:
+        led = card_name(trick[0])
         raise _fail(HokmCode.MUST_FOLLOW_SUIT,
                     f"seat {seat} must follow {led}'s suit, not play {card_name(card)}", state)
-    if len(state.trick) + 1 < state.seats:
+    event = _parse_event(_CARD_PLAYED_BYTES[seat][card])
+    event.seq = state.seq + 1
+    event.at_ms = command.at_ms
+    event.automatic = command.automatic
+    seats, seconds = len(state.hands), state.options.turn_seconds
+    if len(trick) + 1 < seats:
         # The hot path: the trick goes on and the next seat plays; no state to work out.
-        event = log_pb2.Event(seq=state.seq + 1, at_ms=command.at_ms, automatic=command.automatic)
-        event.hokm.card_played.seat = seat  # setting fields in place is faster than nesting
-        event.hokm.card_played.card = card
-        seconds = state.options.turn_seconds
         if seconds:
             event.deadline_ms = command.at_ms + seconds * 1000
         return [event]
+    # The trick is complete: its winner takes it (and leads the next, or with two players
+    # first takes a pile card). The facts the rules need next are worked out here rather
+    # than by applying both events, which only the end of a round needs.
+    winner = (state.leader + _core.winning_index((*trick, card), state.trump)) % seats
+    taken = _parse_event(_TRICK_TAKEN_BYTES[winner][len(state.tricks) + 1])
+    taken.seq = state.seq + 2
+    taken.at_ms = command.at_ms
+    taken.automatic = command.automatic
+    tricks_won = list(state.tricks_won)
+    tricks_won[winner] += 1
+    hakem_won = _core.round_winner(state.options, state.hakem, tricks_won)
+    if hakem_won is None:
+        if seconds:
+            taken.deadline_ms = command.at_ms + seconds * 1000
+        return [event, taken]
     batch = _Batch(state, command.at_ms, command.automatic)
-    played = hokm_pb2.HokmEvent(card_played=hokm_pb2.CardPlayed(seat=seat, card=card))
-    _finish_trick(batch, batch.emit(played))
+    batch.add(event)
+    _end_round(batch, batch.add(taken), hakem_won)
     return batch.finish()
 
 
-def _finish_trick(batch: _Batch, state: HokmState) -> None:
-    winner = (state.leader + _core.winning_index(state.trick, state.trump)) % state.seats
-    taken = hokm_pb2.TrickTaken(seat=winner, trick=len(state.tricks) + 1)
-    state = batch.emit(hokm_pb2.HokmEvent(trick_taken=taken))
+def _end_round(batch: _Batch, state: HokmState, hakem_won: bool) -> None:
     options, hakem = state.options, state.hakem
-    hakem_won = _core.round_winner(options, hakem, state.tricks_won)
-    if hakem_won is None:
-        return
-    # rules/hokm.md "Scoring a round" (three players: "Three players").
+    # docs/rules/hokm.md "Scoring a round" (three players: "Three players").
     score = _core.score_round(options, hakem, state.tricks_won, hakem_won)
     scores = [total + add for total, add in zip(state.scores, score.points, strict=True)]
     ended = hokm_pb2.RoundEnded(
@@ -327,7 +382,7 @@ def _finish_trick(batch: _Batch, state: HokmState) -> None:
         points=score.points, scores=scores, set_aside=iter_cards(state.set_aside),
     )
     batch.emit(hokm_pb2.HokmEvent(round_ended=ended))
-    # rules/hokm.md "Next round and end of game".
+    # docs/rules/hokm.md "Next round and end of game".
     winners = _core.match_winners(options, scores)
     if winners:
         ended_match = hokm_pb2.HokmMatchEnded(
@@ -341,50 +396,7 @@ def _finish_trick(batch: _Batch, state: HokmState) -> None:
     _open_round(batch, state.round + 1, next_hakem)
 
 
-# ---- legal ----
-
-
-def legal(state: HokmState, seat: int) -> list[log_pb2.Command]:
-    """The seat's legal commands now, in a stable order: trump suits ♠ ♥ ♣ ♦; cards by id;
-    set-asides as the sorted 4-card combinations of the hand in lexicographic order; piles
-    A then B. Empty when the seat is not to act."""
-    if seat != state.turn or state.phase not in ACTING:
-        return []
-    if state.phase == Phase.PLAY:
-        commands = []
-        for card in iter_cards(_core.legal_play_mask(state.hands[seat], state.trick)):
-            command = log_pb2.Command(seat=seat)
-            command.hokm.play_card.card = card  # in place: faster than nested constructors
-            commands.append(command)
-        return commands
-    return [
-        log_pb2.Command(seat=seat, hokm=hokm) for hokm in legal_hokm_commands(state, seat)
-    ]
-
-
-def legal_hokm_commands(state: HokmState, seat: int) -> list[hokm_pb2.HokmCommand]:
-    """:func:`legal` without the envelope."""
-    phase = state.phase
-    if seat != state.turn or phase not in ACTING:
-        return []
-    if phase == Phase.PLAY:
-        mask = _core.legal_play_mask(state.hands[seat], state.trick)
-        return [hokm_pb2.HokmCommand(play_card=hokm_pb2.PlayCard(card=c)) for c in iter_cards(mask)]
-    if phase == Phase.DECLARE_TRUMP:
-        return [
-            hokm_pb2.HokmCommand(declare_trump=hokm_pb2.DeclareTrump(suit=suit))  # type: ignore[arg-type]
-            for suit in range(common_pb2.SUIT_SPADES, common_pb2.SUIT_DIAMONDS + 1)
-        ]
-    if phase == Phase.TAKE_PILE:
-        return [
-            hokm_pb2.HokmCommand(take_pile_card=hokm_pb2.TakePileCard(pile=pile))
-            for pile in (0, 1)
-        ]
-    hand = list(iter_cards(state.hands[seat]))
-    return [
-        hokm_pb2.HokmCommand(set_aside_cards=hokm_pb2.SetAsideCards(cards=combo))
-        for combo in combinations(hand, SET_ASIDE_COUNT)
-    ]
+# ---- who acts ----
 
 
 def to_act(state: HokmState) -> int | None:

@@ -231,6 +231,8 @@ def evolve(state: HokmState | None, event: log_pb2.Event) -> HokmState:
         return _match_started(hokm.match_started, seq, event.deadline_ms)
     if seq != state.seq + 1:
         raise ValueError(f"event seq {seq} does not follow seq {state.seq}")
+    if kind == "card_played":  # most events: skip the table and the getattr
+        return _card_played(state, hokm.card_played, seq, event.deadline_ms)
     handler = _HANDLERS.get(kind or "")
     if handler is None:
         raise ValueError(f"event seq {seq} is no Hokm event after the start: {kind}")

@@ -25,6 +25,7 @@ def setup_of(first_event: log_pb2.Event) -> MatchSetup:
         players=tuple(started.players),
         server_seed_commitment=started.fairness.server_seed_commitment,
         server_seed=started.fairness.server_seed,
+        server_seed_chosen=started.fairness.server_seed_chosen,
     )
 
 

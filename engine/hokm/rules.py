@@ -1,6 +1,6 @@
 """The options of a Hokm match, resolved from :class:`~dast.v1.hokm_pb2.HokmRules`.
 
-Every option of ``rules/hokm.md`` is a field of ``HokmRules``; unset fields take the
+Every option of ``docs/rules/hokm.md`` is a field of ``HokmRules``; unset fields take the
 defaults of that file. :func:`resolve_rules` turns a (possibly partial) proto into a
 :class:`HokmOptions` record of plain ints, and :func:`rules_proto` turns it back into a
 fully-set proto, which the ``HokmMatchStarted`` event records so that a log never depends
@@ -26,13 +26,13 @@ VARIANT_SEATS: Final[dict[int, int]] = {
     hokm_pb2.HOKM_VARIANT_THREE_PLAYERS: 3,
     hokm_pb2.HOKM_VARIANT_TWO_PLAYERS: 2,
 }
-"""Seats per variant (rules/hokm.md "Four players", "Three players", "Two players")."""
+"""Seats per variant (docs/rules/hokm.md "Four players", "Three players", "Two players")."""
 HAND_SIZE: Final[dict[int, int]] = {4: 13, 3: 16, 2: 13}
 """Cards each seat holds once the deal is complete, by number of seats."""
 TOTAL_TRICKS: Final[dict[int, int]] = {4: 13, 3: 16, 2: 26}
 """Tricks in a round played to the end, by number of seats."""
 FIRST_PACKET: Final = 5
-"""The hakem declares trump seeing only this many cards (rules/hokm.md "Dealing and trump")."""
+"""The hakem declares trump seeing only this many cards (docs/rules/hokm.md "Dealing and trump")."""
 PACKET: Final = 4
 """The rest is dealt in packets of this many (``000``: "4 at a time")."""
 SET_ASIDE_COUNT: Final = 4

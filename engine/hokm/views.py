@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from dast.v1 import hokm_pb2, log_pb2
 from engine.core.cards import CardSet, iter_cards
-from engine.hokm.decide import legal_hokm_commands
+from engine.hokm.legal import legal_hokm_commands
 from engine.hokm.state import NO_SEAT, NO_SUIT, FinishedTrick, HokmState, Phase
 
 _PHASES_SHOWN = {
@@ -78,12 +78,7 @@ def view(state: HokmState, seat: int | None) -> hokm_pb2.HokmView:
     result.hand.extend(iter_cards(state.hands[seat]))
     if seat == state.hakem and state.set_aside:
         result.set_aside.extend(iter_cards(state.set_aside))
-    if state.phase == Phase.SET_ASIDE and seat == state.turn:
-        # One entry instead of all C(20, 4) choices (hokm.proto, HokmView.legal).
-        choose = hokm_pb2.SetAsideCards(cards=iter_cards(state.hands[seat]))
-        result.legal.append(hokm_pb2.HokmCommand(set_aside_cards=choose))
-    else:
-        result.legal.extend(legal_hokm_commands(state, seat))
+    result.legal.extend(legal_hokm_commands(state, seat))
     return result
 
 

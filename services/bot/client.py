@@ -7,15 +7,21 @@ presence watcher depend on; :class:`GrpcGameApi` is its implementation over a ch
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 import grpc
 
 from dast.v1 import game_pb2, game_pb2_grpc
+from engine.core.payload import put
+from engine.registry import game_of_body
 from services.bot.policies import Outcome, SeatView, decide
 from services.platform.auth import Role, mint_token
 
 _STALE_CODES = (grpc.StatusCode.ABORTED,)
+_DECISIONS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="bot-decide")
+"""Where bot policies run (two: one process's bots seldom have more moves due at once)."""
 
 
 class GameApi(Protocol):
@@ -64,12 +70,29 @@ class GrpcGameApi:
             game_id=game_id, command_id=command_id, expected_seq=expected_seq, seat=seat,
             automatic=automatic,
         )
-        field = "hokm" if command.DESCRIPTOR.name == "HokmCommand" else "hand"
-        getattr(request, field).CopyFrom(command)
+        game = game_of_body(command, "command")
+        if game is None:
+            raise TypeError(f"{type(command).__name__} is no served game's command")
+        put(request, game.SCHEMA, command)
         reply = await self._stub.SubmitCommand(
             request, metadata=self._metadata, timeout=self._timeout
         )
         return not reply.duplicate
+
+    async def control_seat(self, game_id: str, seat: int, *, bot: bool, bot_level: str,
+                           reason: int) -> bool:
+        """ControlSeat: hand ``seat`` to a bot at ``bot_level`` (``bot``) or back to its
+        player; False when it was so controlled already (nothing appended).
+
+        :raises grpc.aio.AioRpcError: as the game service answers.
+        """
+        request = game_pb2.ControlSeatRequest(
+            game_id=game_id, seat=seat, bot=bot, bot_level=bot_level,
+            reason=reason,  # type: ignore[arg-type]
+        )
+        reply = await self._stub.ControlSeat(request, metadata=self._metadata,
+                                             timeout=self._timeout)
+        return bool(reply.changed)
 
 
 async def play_turn(
@@ -99,10 +122,15 @@ async def play_view(
 
     :raises grpc.aio.AioRpcError: for failures other than a lost race.
     """
-    seat = seat_view.view.seat
-    if seat_view.turn != seat or not seat_view.view.legal or seat_view.view.is_spectator:
+    seat = seat_view.seat
+    if seat is None or seat_view.turn != seat or not seat_view.summary.can_act:
         return Outcome.NOT_TO_ACT
-    command = decide(seat_view, level, game_id)
+    # A policy is pure CPU work: the expert searches for its whole budget (200 ms by default).
+    # Run on its own thread so that the event loop goes on serving calls and streams meanwhile
+    # (the search holds the GIL most of that time, but the server's short switch interval
+    # lets the loop in between); a dedicated pool keeps it off the store's executor threads.
+    loop = asyncio.get_running_loop()
+    command = await loop.run_in_executor(_DECISIONS, decide, seat_view, level, game_id)
     try:
         appended = await api.submit(game_id, seat, command, command_id=command_id,
                                     expected_seq=seat_view.seq, automatic=automatic)

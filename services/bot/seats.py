@@ -1,20 +1,18 @@
-"""Who plays a seat: a bot seated from the start, a bot standing in for a player, or a person.
+"""Who plays a seat: a bot seated from the start, a bot standing in for a person, or a person.
 
-:class:`SeatDirectory` is the question the bot service and the timers ask;
-:class:`LobbySeats` answers it from the match's players (bots are ``is_bot`` players with
-ids ``bot:<level>:<seat>``) and the lobby's table record (seats taken over by a bot).
+Everything comes from the game's log, as the game service's views carry it: bots seated
+from the start are the match's ``is_bot`` players (ids ``bot:<level>:<seat>``), and a seat a
+bot took over is one whose latest seat-control event (``GetViewResponse.seat_control``)
+gave it to a bot, with the bot's level. So every bot replica and timer knows the same, with
+no other service's data.
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Protocol
 
-from dast.v1 import common_pb2
-from services.bot.policies import DEFAULT_LEVEL, bot_level
-from services.lobby.store import LobbyStore, TableNotFound
-from services.lobby.tables import bot_level_name
+from services.bot.policies import DEFAULT_LEVEL, SeatView, bot_level
 
 
 @dataclass(frozen=True)
@@ -26,56 +24,40 @@ class Control:
 
 
 class SeatDirectory(Protocol):
-    """Answers who plays a seat of a match."""
+    """Answers who plays a seat of a match, from a view of it."""
 
-    async def bot_control(self, game_id: str, seat: int, player: common_pb2.Player
-                          ) -> Control | None:
+    def bot_control(self, view: SeatView, seat: int) -> Control | None:
         """The bot playing ``seat`` now, or None when a person does."""
         ...
 
-    async def timeout_level(self, game_id: str, seat: int, player: common_pb2.Player) -> str:
+    def timeout_level(self, view: SeatView, seat: int) -> str:
         """The level of the bot that moves for ``seat`` when its time runs out."""
         ...
 
 
-class PlayerSeats:
-    """Bots are the match's ``is_bot`` players; nobody else is ever taken over."""
+class LogSeats:
+    """:class:`SeatDirectory` from the log: ``is_bot`` players and seat-control events."""
 
-    async def bot_control(self, game_id: str, seat: int, player: common_pb2.Player
-                          ) -> Control | None:
+    def bot_control(self, view: SeatView, seat: int) -> Control | None:
         """See :class:`SeatDirectory`."""
-        return Control(bot_level(player.player_id), False) if player.is_bot else None
-
-    async def timeout_level(self, game_id: str, seat: int, player: common_pb2.Player) -> str:
-        """See :class:`SeatDirectory`."""
-        return bot_level(player.player_id) if player.is_bot else DEFAULT_LEVEL
-
-
-class LobbySeats(PlayerSeats):
-    """:class:`PlayerSeats` plus the lobby's takeovers (read from the lobby store)."""
-
-    def __init__(self, store: LobbyStore) -> None:
-        self._store = store
-
-    async def bot_control(self, game_id: str, seat: int, player: common_pb2.Player
-                          ) -> Control | None:
-        """See :class:`SeatDirectory`."""
+        player = view.summary.players[seat]
         if player.is_bot:
             return Control(bot_level(player.player_id), False)
-        try:
-            table = await asyncio.to_thread(self._store.by_game, game_id)
-        except TableNotFound:
-            return None
-        if seat < len(table.seats) and table.seats[seat].taken_over_by_bot:
-            return Control(bot_level_name(table.settings.bot_level), True)
+        if seat < len(view.seat_control) and view.seat_control[seat].bot:
+            return Control(view.seat_control[seat].bot_level or DEFAULT_LEVEL, True)
         return None
 
-    async def timeout_level(self, game_id: str, seat: int, player: common_pb2.Player) -> str:
-        """See :class:`SeatDirectory`."""
+    def timeout_level(self, view: SeatView, seat: int) -> str:
+        """See :class:`SeatDirectory` (a person's seat: the level a bot standing in has,
+        else the level of the match's bots, else the default)."""
+        control = self.bot_control(view, seat)
+        return control.level if control is not None else table_bot_level(view)
+
+
+def table_bot_level(view: SeatView) -> str:
+    """The level the match's own bots play at (the table's), or the default without bots:
+    the level of a bot taking a person's seat over."""
+    for player in view.summary.players:
         if player.is_bot:
             return bot_level(player.player_id)
-        try:
-            table = await asyncio.to_thread(self._store.by_game, game_id)
-        except TableNotFound:
-            return DEFAULT_LEVEL
-        return bot_level_name(table.settings.bot_level)
+    return DEFAULT_LEVEL

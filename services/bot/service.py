@@ -1,10 +1,11 @@
 """The bot service: plays the bots' seats through the game service, like any client.
 
 It learns that something happened from the event bus (``bus.all_events(durable="bots")``:
-replicas share one durable consumer, so each event wakes one of them) and from
-:meth:`BotService.kick` (a seat just taken over). Per game, one worker re-reads the public
-view (whose turn?), asks the :class:`~services.bot.seats.SeatDirectory` whether a bot plays
-that seat, and if so plays it with :func:`~services.bot.client.play_turn` (the seat's view
+replicas share one durable consumer, so each event wakes one of them; a seat taken over by
+a bot is such an event too) and from :meth:`BotService.kick`. Per game, one worker re-reads
+the public view (whose turn? who controls that seat, from the log's seat-control events),
+asks the :class:`~services.bot.seats.SeatDirectory` whether a bot plays that seat, and if so
+plays it with :func:`~services.bot.client.play_turn` (the seat's view
 in, one command out) until a person is to act or the match is over. The command id
 ``bot:<game_id>:<seq>`` and ``expected_seq = seq`` make a move append once even if two
 replicas (or a replica and the turn timer) try the same position.
@@ -18,14 +19,21 @@ import contextlib
 import grpc
 import structlog
 
+from engine.registry import GAMES_BY_NAME
 from services.bot.client import GameApi, play_turn, play_view
-from services.bot.heads import sqlite_or_postgres, unfinished_games
 from services.bot.policies import Outcome
 from services.bot.seats import SeatDirectory
-from services.lobby.store import LobbyStore
-from services.platform.bus import Bus
+from services.platform.bus import Bus, KnowsLastEvents, Published
 
 _log = structlog.get_logger(component="bots")
+_TRANSIENT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+              grpc.StatusCode.RESOURCE_EXHAUSTED)
+
+
+def is_final(published: Published) -> bool:
+    """Whether ``published`` ends its match (its event reveals the server seed)."""
+    game = GAMES_BY_NAME.get(published.game_type)
+    return game is not None and game.revealed_seed(published.entry.event) is not None
 
 
 class BotService:
@@ -45,37 +53,21 @@ class BotService:
         self.moves = 0
         """Commands this service appended (for tests and benchmarks)."""
 
-    async def run(self, bus: Bus, *, durable: str = "bots",
-                  restore_from: str | None = None) -> None:
-        """Wake every unfinished game of the store at ``restore_from`` (if given: a bot may
-        be waiting since before a restart), then the game of every event on ``bus``,
-        forever (cancel to stop)."""
+    async def run(self, bus: Bus, *, durable: str = "bots") -> None:
+        """Wake every unfinished game among ``bus``'s last events (when it keeps them: a bot
+        may be waiting since before a restart, its event acknowledged but not acted on),
+        then the game of every event on ``bus``, forever (cancel to stop)."""
         try:
-            events = bus.all_events(durable=durable)  # registered before the scan
-            if restore_from and sqlite_or_postgres(restore_from):
-                for game_id in await asyncio.to_thread(unfinished_games, restore_from):
-                    self.kick(game_id)
+            events = bus.all_events(durable=durable)  # registered before the look back
+            if isinstance(bus, KnowsLastEvents):
+                for last in await bus.last_events():
+                    if not is_final(last):
+                        self.kick(last.game_id)
             async for published in events:
                 if published.entry.event.seq > self._seen.get(published.game_id, 0):
                     self.kick(published.game_id)
         finally:
             await self.stop()
-
-    async def sweep_takeovers(self, store: LobbyStore, *, period_seconds: float = 2.0) -> None:
-        """Every ``period_seconds``, wake the matches where a bot stands in for a player.
-
-        A takeover written by another process (its lobby or presence) produces no game
-        event, so this sweep is how this process learns of it; in one process the lobby
-        kicks the game at once.
-        """
-        while True:
-            try:
-                for table in await asyncio.to_thread(store.playing):
-                    if any(seat.taken_over_by_bot for seat in table.seats):
-                        self.kick(table.game_id)
-            except Exception:
-                _log.exception("takeover_sweep_failed")
-            await asyncio.sleep(period_seconds)
 
     def kick(self, game_id: str) -> None:
         """Look at ``game_id`` again soon (its worker starts if it is not running)."""
@@ -108,6 +100,12 @@ class BotService:
                 except grpc.aio.AioRpcError as error:
                     _log.warning("bot_call_failed", game_id=game_id, code=error.code().name,
                                  details=error.details())
+                    if error.code() in _TRANSIENT:
+                        # A game replica died under the call, or is restarting: no event
+                        # may come to wake this game again, so look again after a pause.
+                        retries += 1
+                        self._dirty.add(game_id)
+                        await asyncio.sleep(min(0.1 * retries, 1.0))
                     continue
                 except Exception:
                     _log.exception("bot_failed", game_id=game_id)
@@ -144,8 +142,8 @@ class BotService:
         seat = first.turn
         if seat is None:
             return Outcome.NOT_TO_ACT
-        players = first.view.players
-        control = await self.seats.bot_control(game_id, seat, players[seat])
+        players = first.summary.players
+        control = self.seats.bot_control(first, seat)
         if control is None:
             return Outcome.NOT_TO_ACT
         command_id = f"bot:{game_id}:{first.seq}"

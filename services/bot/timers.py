@@ -1,6 +1,6 @@
 """Turn timers: when a seat's deadline passes, its bot moves for it, marked automatic.
 
-DESIGN.md "Time": the engine writes ``deadline_ms`` on the last event of a batch that
+docs/architecture.md "Time": the engine writes ``deadline_ms`` on the last event of a batch that
 leaves a seat to act. :class:`TurnTimers` keeps, per game, the latest such deadline
 (``pending``) from the events it consumes (``bus.all_events(durable="timers")``: replicas
 split the games' events); any later event of the game replaces or clears it. When a
@@ -9,8 +9,11 @@ deadline passes, the seat's bot plays through the game service with ``automatic 
 that fires twice, or two replicas firing, append one command.
 
 Pending deadlines live in memory, so on start :meth:`TurnTimers.restore` rebuilds them from
-the event store (:func:`store_deadlines`: the last event of every game that carries a
-deadline); a timer pending when its process was killed fires after the restart.
+the bus (:func:`pending_deadlines` over :meth:`~services.platform.bus.KnowsLastEvents.
+last_events`: the last event of every game, where it carries a deadline); a timer pending
+when its process was killed fires after the restart. The timers never read the event
+store's tables: NATS keeps each game's last message, and the in-process bus asks the store
+of its own process.
 
 ``shift_ms`` moves every firing time (tests use a negative shift so that a 15-second turn
 runs out in a fraction of a second without changing the rules' ``turn_seconds``).
@@ -21,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -31,20 +33,17 @@ import structlog
 from dast.v1 import log_pb2
 from engine.registry import GAMES_BY_NAME
 from services.bot.client import GameApi, play_turn
-from services.bot.heads import sqlite_or_postgres, store_heads
 from services.bot.policies import Outcome
 from services.bot.seats import SeatDirectory
-from services.platform.bus import Bus
+from services.platform.bus import Bus, KnowsLastEvents, Published, raise_if_cancelling
+from services.platform.clock import wall_clock_ms
 
 _log = structlog.get_logger(component="timers")
+_TRANSIENT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+              grpc.StatusCode.RESOURCE_EXHAUSTED)
+_RETRY_MS = 500
+"""How soon a deadline whose firing met an unavailable game service fires again."""
 
-_MAX_TURN_STEPS = 20
-"""Decisions a timed-out Hand turn may take after the first (lay-offs included)."""
-
-
-def wall_clock_ms() -> int:
-    """Milliseconds since the epoch."""
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True, order=True)
@@ -56,12 +55,12 @@ class Deadline:
     seq: int
 
 
-def store_deadlines(url: str) -> list[Deadline]:
-    """The deadlines pending in the event store at ``url``: each game's last event's (a
-    finished match's last event carries none)."""
+def pending_deadlines(last_events: Iterable[Published]) -> list[Deadline]:
+    """The deadlines pending after each game's last event (a finished match's last event
+    carries none)."""
     return [
-        Deadline(head.event.deadline_ms, head.game_id, head.event.seq)
-        for head in store_heads(url) if head.event.deadline_ms > 0
+        Deadline(last.entry.event.deadline_ms, last.game_id, last.entry.event.seq)
+        for last in last_events if last.entry.event.deadline_ms > 0
     ]
 
 
@@ -111,15 +110,15 @@ class TurnTimers:
         heapq.heappush(self._heap, (deadline.deadline_ms + self._shift_ms, deadline))
         self._wake.set()
 
-    async def run(self, bus: Bus, *, durable: str = "timers",
-                  restore_from: str | None = None) -> None:
-        """Rebuild from the store at ``restore_from`` (if given), then follow ``bus`` and fire
-        deadlines, forever (cancel to stop)."""
-        if restore_from and sqlite_or_postgres(restore_from):
-            self.restore(await asyncio.to_thread(store_deadlines, restore_from))
+    async def run(self, bus: Bus, *, durable: str = "timers") -> None:
+        """Rebuild the pending deadlines from ``bus``'s last events (when it keeps them), then
+        follow ``bus`` and fire deadlines, forever (cancel to stop)."""
+        events = bus.all_events(durable=durable)  # registered before the look back
+        if isinstance(bus, KnowsLastEvents):
+            self.restore(pending_deadlines(await bus.last_events()))
         firing = asyncio.create_task(self.fire_forever(), name="timers-fire")
         try:
-            async for published in bus.all_events(durable=durable):
+            async for published in events:
                 self.observe(published.game_id, published.game_type, published.entry.event)
         finally:
             firing.cancel()
@@ -129,6 +128,7 @@ class TurnTimers:
     async def fire_forever(self) -> None:
         """Fire each deadline when its time (plus the shift) comes."""
         while True:
+            raise_if_cancelling()  # a cancel swallowed by wait_for below must still stop it
             self._wake.clear()
             now = self._clock()
             while self._heap and self._heap[0][0] <= now:
@@ -142,8 +142,9 @@ class TurnTimers:
     async def fire(self, deadline: Deadline) -> None:
         """Play the bot move of ``deadline`` unless the game moved on (errors are logged).
 
-        In Hand a turn is several decisions (draw, lay melds, discard), each with its own
-        deadline; a seat whose time ran out has its whole turn played at once.
+        A turn may be several decisions (Hand's draw, melds, discard), each with its own
+        deadline: a seat whose time ran out has its whole turn (up to the game's
+        ``TURN_STEPS`` decisions) played at once.
         """
         game_id = deadline.game_id
         try:
@@ -151,7 +152,7 @@ class TurnTimers:
             seat = public.turn
             if public.seq != deadline.seq or seat is None or public.is_over:
                 return  # somebody acted meanwhile
-            level = await self.seats.timeout_level(game_id, seat, public.view.players[seat])
+            level = self.seats.timeout_level(public, seat)
             outcome = await play_turn(
                 self.api, game_id, seat, level, expected_seq=deadline.seq,
                 command_id=f"timeout:{game_id}:{deadline.seq}", automatic=True,
@@ -161,7 +162,8 @@ class TurnTimers:
             self.fired += 1
             _log.info("turn_timed_out", game_id=game_id, seq=deadline.seq, seat=seat,
                       level=level)
-            for _ in range(_MAX_TURN_STEPS if public.game == "hand" else 0):
+            game = GAMES_BY_NAME.get(public.game)
+            for _ in range(game.TURN_STEPS - 1 if game is not None else 0):
                 public = await self.api.view(game_id, None)
                 if public.turn != seat or public.is_over:
                     break
@@ -174,5 +176,10 @@ class TurnTimers:
         except grpc.aio.AioRpcError as error:
             _log.warning("timer_call_failed", game_id=deadline.game_id,
                          code=error.code().name, details=error.details())
+            if error.code() in _TRANSIENT:
+                # The game service is (partly) down: the turn is still due, try again soon
+                # (the command id keeps a firing that did land from appending twice).
+                heapq.heappush(self._heap, (self._clock() + _RETRY_MS, deadline))
+                self._wake.set()
         except Exception:
             _log.exception("timer_failed", game_id=deadline.game_id)

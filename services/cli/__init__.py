@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from services.cli import play, serve, sim, verify
+from services.cli import arena, export, play, serve, sim, verify
 
 app = typer.Typer(
     name="dast",
@@ -13,7 +13,10 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(sim.app, name="sim")
+app.add_typer(arena.app, name="arena")
 app.command("verify")(verify.verify)
+app.command("export")(export.export)
+app.command("signing-key")(export.signing_key)
 app.command("serve")(serve.serve)
 app.command("token")(serve.token)
 app.command("play")(play.play)

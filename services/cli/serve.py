@@ -3,7 +3,10 @@
 With no options and no ``DAST_*`` environment this is the embedded backend on
 127.0.0.1:50051 (SQLite under ``.dast/``, in-process bus). Options override the
 environment (``DAST_LISTEN``, ``DAST_DATABASE_URL``, ``DAST_NATS_URL``, ``DAST_DATA_DIR``,
-``DAST_METRICS_PORT``, ``DAST_SERVICES``).
+``DAST_METRICS_PORT``, ``DAST_SERVICES``, ``DAST_GAME_TARGET``); the composition root,
+:mod:`services.compose`, puts the services together. With a database or NATS URL the
+server refuses to start until ``DAST_JWT_SECRET`` (32 bytes or more) and
+``DAST_SIGNING_KEY`` are set; the refusal says how to make them (exit code 2).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from services.platform.auth import Role, mint_token
-from services.platform.config import Settings
+from services.platform.config import load_settings
 
 
 def serve(
@@ -33,23 +36,28 @@ def serve(
     metrics_port: Annotated[
         int | None, typer.Option(help="Port of the Prometheus /metrics endpoint.")
     ] = None,
+    game_target: Annotated[
+        str | None, typer.Option(help="The game service, when not in this process "
+                                      "(host:port, or ipv4:host:port,host:port).")
+    ] = None,
 ) -> None:
     """Serve dast over gRPC (embedded defaults; or a subset against NATS and PostgreSQL)."""
-    from services.game.runner import run
+    from services.compose import run
 
     overrides: dict[str, Any] = {
         key: value
         for key, value in {
             "services": services, "listen": listen, "database_url": database_url,
             "nats_url": nats_url, "data_dir": data_dir, "metrics_port": metrics_port,
+            "game_target": game_target,
         }.items()
         if value is not None
     }
-    settings = Settings(**overrides)
     try:
-        asyncio.run(run(settings))
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
+        asyncio.run(run(load_settings(**overrides)))
+    except ValueError as exc:  # unknown services, unsafe or unreadable secrets
+        typer.echo(f"dast serve: {exc}", err=True)
+        raise typer.Exit(2) from exc
 
 
 def token(
@@ -58,5 +66,9 @@ def token(
     ttl_seconds: Annotated[int, typer.Option(help="Lifetime of the token.")] = 24 * 3600,
 ) -> None:
     """Print a bearer token signed with DAST_JWT_SECRET (development and tests)."""
-    settings = Settings()
+    try:
+        settings = load_settings()
+    except ValueError as exc:
+        typer.echo(f"dast token: {exc}", err=True)
+        raise typer.Exit(2) from exc
     typer.echo(mint_token(settings.jwt_secret, player_id, role, ttl_seconds=ttl_seconds))

@@ -3,7 +3,9 @@
 Seats follow the policies given with ``--bots`` (a comma-separated list, cycled over the
 seats). To keep the comparison fair, the seating rotates by one seat every match, so every
 policy sits in every seat equally often. Each match has its own server seed derived from
-``--seed``, so a run is reproducible.
+``--seed``, so a run is reproducible. ``--export DIR`` writes every match's log in the export
+format (JSON Lines, hash-chained); no server played them, so they carry no seal and
+``dast verify --unsealed`` checks them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -22,12 +25,17 @@ from rich.table import Table
 
 from dast.v1 import common_pb2, hand_pb2, hokm_pb2, log_pb2
 from engine import hand, hokm
+from engine.core.chain import chain_log
+from engine.core.logformat import dump_jsonl
 from engine.core.protocol import Game
 from engine.core.testing import Policy, play_match
 from engine.hand.bots import BOTS as HAND_BOTS
 from engine.hokm.bots import BOTS as HOKM_BOTS
 
 app = typer.Typer(help="Bots play whole matches through the engine.", no_args_is_help=True)
+
+HOKM_TARGET_SCORES = (3, 5, 7, 10)
+"""The match lengths a table offers (the engine itself accepts any score up to 1000)."""
 
 _HOKM_VARIANTS = {
     "4p": (hokm_pb2.HOKM_VARIANT_FOUR_PLAYERS, 4),
@@ -69,9 +77,12 @@ def run_sim(
     games: int,
     seed: int,
     console: Console,
+    export_dir: Path | None = None,
 ) -> SimTally:
-    """Play ``games`` matches and tally wins per policy."""
+    """Play ``games`` matches and tally wins per policy; write their logs to ``export_dir``."""
     tally = SimTally()
+    if export_dir is not None:
+        export_dir.mkdir(parents=True, exist_ok=True)
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -96,6 +107,9 @@ def run_sim(
                 rng_seed=seed * 1_000_003 + index,
             )
             tally.seconds += time.perf_counter() - started
+            if export_dir is not None:
+                log_file = export_dir / f"{game.NAME}-{seed}-{index:05d}.jsonl"
+                log_file.write_text(dump_jsonl(chain_log(events)), encoding="utf-8")
             tally.games += 1
             tally.events += len(events)
             tally.commands += sum(1 for e in events if game.command_for(e) is not None)
@@ -135,15 +149,21 @@ def sim_hokm(
     seed: int = typer.Option(0, help="Seed of the whole run (each match derives its own)."),
     bots: str = typer.Option("greedy,random", help="Policies, cycled over the seats."),
     target_score: int = typer.Option(7, help="3, 5, 7 or 10"),
+    export: Path | None = typer.Option(
+        None, help="Write each match's log (JSON Lines) into this folder."
+    ),
 ) -> None:
     """Play Hokm matches between bots and print who won."""
     if variant not in _HOKM_VARIANTS:
         raise typer.BadParameter(f"--variant must be 4p, 3p or 2p, got {variant!r}")
+    if target_score not in HOKM_TARGET_SCORES:
+        choices = ", ".join(str(score) for score in HOKM_TARGET_SCORES)
+        raise typer.BadParameter(f"--target-score must be one of {choices}, got {target_score}")
     proto_variant, seats = _HOKM_VARIANTS[variant]
     rules = hokm_pb2.HokmRules(variant=proto_variant, target_score=target_score)
     names = _parse_bots(bots, HOKM_BOTS)
     console = Console()
-    tally = run_sim(hokm, rules, seats, names, dict(HOKM_BOTS), games, seed, console)
+    tally = run_sim(hokm, rules, seats, names, dict(HOKM_BOTS), games, seed, console, export)
     _print_tally(console, f"Hokm {variant}, target {target_score}, seed {seed}", tally)
 
 
@@ -154,6 +174,9 @@ def sim_hand(
     games: int = typer.Option(10, min=1, help="How many games to play."),
     seed: int = typer.Option(0, help="Seed of the whole run (each game derives its own)."),
     bots: str = typer.Option("greedy,random", help="Policies, cycled over the seats."),
+    export: Path | None = typer.Option(
+        None, help="Write each game's log (JSON Lines) into this folder."
+    ),
 ) -> None:
     """Play Hand games between bots and print who won."""
     if partnerships and players != 4:
@@ -161,6 +184,6 @@ def sim_hand(
     rules = hand_pb2.HandRules(players=players, partnerships=partnerships)
     names = _parse_bots(bots, HAND_BOTS)
     console = Console()
-    tally = run_sim(hand, rules, players, names, dict(HAND_BOTS), games, seed, console)
+    tally = run_sim(hand, rules, players, names, dict(HAND_BOTS), games, seed, console, export)
     mode = "partnerships" if partnerships else f"{players} players"
     _print_tally(console, f"Hand, {mode}, seed {seed}", tally)

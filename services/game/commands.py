@@ -6,6 +6,10 @@ serializes the commands of one game behind a lock; races between replicas are se
 by the store's primary key (ConcurrencyConflict → reload and decide again, or ABORTED
 when the client pinned ``expected_seq``).
 
+A ``command_id`` belongs to whoever sent it (:func:`sender_of`): a retry by the same sender
+is answered with the first result, while the same id from anyone else is a command of its
+own, so nobody can pre-empt a bot's, a timer's or another player's next command.
+
 With an in-process bus the handler publishes a command's events itself, right after the
 commit and still under the game's lock (so in seq order), and the store records them as
 relayed in the same transaction: the relay has nothing to re-read. Any other bus is fed by
@@ -14,6 +18,7 @@ the relay from the store's outbox (``notify`` wakes it), which survives a bus ou
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,6 +33,7 @@ from services.game.repository import GameRepository, GameSnapshot
 from services.platform.auth import Identity
 from services.platform.bus import Bus, game_type_name
 from services.platform.errors import Reason, ServiceError
+from services.platform.models import SENDER_LENGTH
 from services.platform.store import ConcurrencyConflict
 
 _log = logging.getLogger(__name__)
@@ -91,6 +97,30 @@ def acting_seat(snapshot: GameSnapshot, identity: Identity, requested: int | Non
     return own
 
 
+def sender_of(identity: Identity, seat: int) -> str:
+    """Who sends a command, as the store keys its ``command_id`` (see the module docstring).
+
+    A player is their player id; a service or admin token is its identity plus the seat it
+    acts for, so two replicas of one service (the same token) still dedupe each other's
+    commands for a seat. The role leads the name, so no player id can pass for a service.
+    A name too long for the store, or with characters it need not hold, becomes a digest.
+
+    >>> from services.platform.auth import Role
+    >>> sender_of(Identity("p1", Role.PLAYER), 2)
+    'player:p1'
+    >>> sender_of(Identity("bots", Role.SERVICE), 2)
+    'service:bots#2'
+    """
+    if identity.is_privileged:
+        sender = f"{identity.role}:{identity.player_id}#{seat}"
+    else:
+        sender = f"{identity.role}:{identity.player_id}"
+    if len(sender) <= SENDER_LENGTH and sender.isascii() and sender.isprintable():
+        return sender
+    digest = hashlib.sha256(sender.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"sha256:{digest}"
+
+
 def _check_expected(snapshot: GameSnapshot, expected_seq: int | None) -> None:
     if expected_seq is not None and expected_seq != snapshot.seq:
         raise ServiceError(
@@ -145,6 +175,7 @@ class CommandHandler:
             if submission.expected_seq is not None and submission.expected_seq > snapshot.seq:
                 snapshot = await repo.refresh(submission.game_id)  # another replica moved on
             seat = acting_seat(snapshot, identity, submission.seat)
+            sender = sender_of(identity, seat)
             for _ in range(_MAX_RACES):
                 try:
                     _check_expected(snapshot, submission.expected_seq)
@@ -152,7 +183,7 @@ class CommandHandler:
                 except (RuleViolation, ServiceError):
                     fresh = await repo.refresh(submission.game_id)
                     duplicate = await repo.find_duplicate(
-                        submission.game_id, submission.command_id
+                        submission.game_id, sender, submission.command_id
                     )
                     if duplicate is not None:
                         return Outcome(fresh, seat, duplicate.entries, True)
@@ -160,10 +191,18 @@ class CommandHandler:
                         raise  # the refusal stands on the latest state
                     snapshot = fresh
                     continue
-                entries = chain_entries(events, snapshot.last_hash)
+                if not events:
+                    # Only seat control decides nothing (the seat is already so controlled);
+                    # a stale cache must not answer that, so it holds on the latest state.
+                    fresh = await repo.refresh(submission.game_id)
+                    if fresh.seq == snapshot.seq:
+                        return Outcome(snapshot, seat, [], False)
+                    snapshot = fresh
+                    continue
+                entries = chain_entries(events, snapshot.last_hash, key=snapshot.chain_key)
                 try:
                     snapshot, result = await repo.append(
-                        snapshot, entries, submission.command_id,
+                        snapshot, entries, submission.command_id, sender=sender,
                         relayed=self.inline_bus is not None,
                     )
                 except ConcurrencyConflict:

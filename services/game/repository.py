@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dast.v1 import common_pb2, log_pb2
-from engine.core.chain import GENESIS_HASH
+from engine.core.chain import GENESIS_HASH, log_chain_key
 from engine.core.protocol import Game
 from engine.registry import GAMES, game_of_event
 from services.platform.store import AppendResult, EventStore, GameNotFound, SubmitsWrites
@@ -31,6 +31,8 @@ class GameSnapshot:
     seq: int
     last_hash: bytes
     players: tuple[common_pb2.Player, ...]
+    chain_key: bytes
+    """The key salting this game's chain hashes (:mod:`engine.core.chain`); never sent."""
 
     def seat_of(self, player_id: str) -> int | None:
         """The seat ``player_id`` holds in this match, or None for a spectator."""
@@ -52,7 +54,9 @@ class GameSnapshot:
                 continue
             state = self.game.evolve(state, entry.event)
             seq, last_hash = entry.event.seq, entry.hash
-        return GameSnapshot(self.game_id, self.game, state, seq, last_hash, self.players)
+        return GameSnapshot(
+            self.game_id, self.game, state, seq, last_hash, self.players, self.chain_key
+        )
 
 
 def snapshot_of(game_id: str, entries: Sequence[log_pb2.LogEntry]) -> GameSnapshot:
@@ -64,7 +68,8 @@ def snapshot_of(game_id: str, entries: Sequence[log_pb2.LogEntry]) -> GameSnapsh
         raise GameNotFound(f"game {game_id} has no events")
     game = game_of_event(entries[0].event)
     players = tuple(game.setup_of(entries[0].event).players)
-    empty = GameSnapshot(game_id, game, None, 0, GENESIS_HASH, players)
+    key = log_chain_key(entries[0].event)
+    empty = GameSnapshot(game_id, game, None, 0, GENESIS_HASH, players, key)
     return empty.advanced(entries)
 
 
@@ -149,32 +154,36 @@ class GameRepository:
         entries: Sequence[log_pb2.LogEntry],
         command_id: str | None,
         *,
+        sender: str | None = None,
         relayed: bool = False,
     ) -> tuple[GameSnapshot, AppendResult]:
         """Append one command's entries after ``snapshot``; return the new state.
 
-        On a duplicate ``command_id`` nothing is appended and the state is refreshed.
-        ``relayed``: the caller publishes the entries itself (:mod:`services.platform.store`).
+        When ``sender`` already used ``command_id`` in this game nothing is appended and the
+        state is refreshed. ``relayed``: the caller publishes the entries itself
+        (:mod:`services.platform.store`).
 
         :raises ConcurrencyConflict: if another writer took the seq first.
         """
         if self._writes is not None:
             result = await self._writes.append_async(
-                snapshot.game_id, entries, command_id=command_id, relayed=relayed
+                snapshot.game_id, entries, command_id=command_id, sender=sender, relayed=relayed
             )
         else:
             result = await asyncio.to_thread(
                 self.store.append, snapshot.game_id, entries, command_id=command_id,
-                relayed=relayed,
+                sender=sender, relayed=relayed,
             )
         if result.duplicate:
             return await self.refresh(snapshot.game_id), result
         return self._remember(snapshot.advanced(result.entries)), result
 
-    async def find_duplicate(self, game_id: str, command_id: str) -> AppendResult | None:
-        """The first result of ``command_id`` if the store has seen it, else None."""
+    async def find_duplicate(
+        self, game_id: str, sender: str, command_id: str
+    ) -> AppendResult | None:
+        """The first result of ``sender``'s ``command_id`` if the store has seen it, else None."""
         try:
-            return await asyncio.to_thread(self.store.find_command, game_id, command_id)
+            return await asyncio.to_thread(self.store.find_command, game_id, sender, command_id)
         except GameNotFound:
             return None
 

@@ -12,43 +12,33 @@ import re
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Final, NoReturn
 
 import grpc
 import structlog
-from google.protobuf.message import Message
 
 from dast.v1 import game_pb2, game_pb2_grpc, log_pb2
-from engine.core.chain import chain_entries
+from engine.core.chain import chain_log
 from engine.core.errors import RuleViolation
 from engine.core.fairness import SERVER_SEED_BYTES, commit
-from engine.core.protocol import Game
+from engine.core.payload import put, take
 from engine.registry import GAMES
 from services.game.commands import CommandHandler, Submission
+from services.game.control import SeatControls, seat_control_of
 from services.game.repository import GameRepository, GameSnapshot
-from services.game.streams import log_after
+from services.game.streams import GameFeeds
 from services.platform.auth import Identity, Role, current_identity
 from services.platform.bus import Bus, InProcessBus
+from services.platform.clock import wall_clock_ms
 from services.platform.errors import Reason, ServiceError, abort_with, status_of
+from services.platform.keys import LogSigner
 from services.platform.metrics import GameMetrics
-from services.platform.store import GameExists, GameNotFound, StoreError
+from services.platform.presence_kv import StreamPresence
+from services.platform.store import GameExists, GameNotFound
 
 _GAME_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _log = structlog.get_logger(component="game")
-
-
-def wall_clock_ms() -> int:
-    """The service clock that stamps commands (ms since the epoch)."""
-    return time.time_ns() // 1_000_000
-
-
-def _oneof_field(message: type[Message], oneof: str, game: Game) -> str:
-    """The name of the field of ``oneof`` that carries ``game``'s messages ("hokm", "hand")."""
-    names = {field.name for field in message.DESCRIPTOR.oneofs_by_name[oneof].fields}
-    if game.NAME not in names:
-        raise RuntimeError(f"{message.DESCRIPTOR.full_name}.{oneof} has no field {game.NAME}")
-    return game.NAME
 
 
 def _invalid(message: str) -> ServiceError:
@@ -56,9 +46,15 @@ def _invalid(message: str) -> ServiceError:
 
 
 def _check_game_id(game_id: str) -> str:
+    """``game_id`` if some game could have it; NOT_FOUND otherwise, before any store lookup.
+
+    The server's request guard has already refused ids with control or format characters
+    (:mod:`services.platform.validation`); the message does not echo an impossible id.
+    """
     if not _GAME_ID.fullmatch(game_id):
         raise ServiceError(
-            grpc.StatusCode.NOT_FOUND, Reason.GAME_NOT_FOUND, f"no game {game_id[:64]!r}"
+            grpc.StatusCode.NOT_FOUND, Reason.GAME_NOT_FOUND,
+            "no game has that id (game ids are 1 to 64 letters, digits, '-' or '_')",
         )
     return game_id
 
@@ -84,6 +80,10 @@ def viewer_seat(snapshot: GameSnapshot, identity: Identity, requested: int | Non
     return own
 
 
+SpectatorRule = Callable[[str], Awaitable[bool]]
+"""Whether the match ``game_id`` admits spectators (players who hold no seat in it)."""
+
+
 def _known(exc: Exception, game_id: str) -> Exception:
     """``exc``, with the store's GameNotFound as the NOT_FOUND it means to clients."""
     if isinstance(exc, GameNotFound):
@@ -104,9 +104,21 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         metrics: GameMetrics,
         *,
         clock: Callable[[], int] = wall_clock_ms,
+        signer: LogSigner | None = None,
+        presence: StreamPresence | None = None,
+        spectators_allowed: SpectatorRule | None = None,
     ) -> None:
         self.repository = repository
+        self._spectators_allowed = spectators_allowed
+        """None: every match admits spectators."""
+        self.presence = presence
+        """Told when a seated player's stream opens and closes (None: nobody listens)."""
+        self.signer = signer or LogSigner.generate()
+        """Seals finished logs; a server passes its configured key
+        (:func:`services.platform.keys.load_signer`), tests get a key of their own."""
         self.bus = bus
+        self.feeds = GameFeeds(repository.store, bus, on_live=self._observe_lag)
+        """The live feeds of this process's Subscribe streams, one per game."""
         self.metrics = metrics
         self._notify = notify
         self._clock = clock
@@ -114,6 +126,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             repository, clock, notify,
             inline_bus=bus if isinstance(bus, InProcessBus) else None,
         )
+        self.seat_controls = SeatControls(self.commands)
 
     async def CreateGame(
         self, request: game_pb2.CreateGameRequest, context: grpc.aio.ServicerContext
@@ -131,11 +144,10 @@ class GameService(game_pb2_grpc.GameServiceServicer):
                     grpc.StatusCode.INVALID_ARGUMENT, Reason.UNKNOWN_GAME_TYPE,
                     f"no game of type {request.game_type}",
                 )
-            rules_name = _oneof_field(game_pb2.CreateGameRequest, "rules", game)
-            chosen = request.WhichOneof("rules")
-            if chosen not in (None, rules_name):
-                raise _invalid(f"{chosen} rules given for a {game.NAME} game")
-            rules = getattr(request, rules_name)
+            try:
+                rules = take(request, "rules", game.SCHEMA, game.SCHEMA.rules)
+            except RuleViolation as wrong:
+                raise _invalid(f"no rules of a {game.NAME} game: {wrong.message}") from wrong
             seed = request.server_seed or secrets.token_bytes(SERVER_SEED_BYTES)
             if request.server_seed:
                 if identity.role is not Role.ADMIN:
@@ -148,8 +160,11 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             game_id = request.game_id or uuid.uuid4().hex
             if not _GAME_ID.fullmatch(game_id):
                 raise _invalid("game_id: 1 to 64 letters, digits, '-' or '_'")
-            events = game.start(rules, seed, list(request.players), at_ms=self._clock())
-            entries = chain_entries(events)
+            events = game.start(
+                rules, seed, list(request.players), at_ms=self._clock(),
+                server_seed_chosen=bool(request.server_seed),
+            )
+            entries = chain_log(events)
             snapshot = await self.repository.create(
                 game_id, game.GAME_TYPE, entries, relayed=self.commands.inline_bus is not None
             )
@@ -198,6 +213,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
                 events=[game.redact(entry.event, seat) for entry in outcome.entries],
                 seq=outcome.snapshot.seq,
                 duplicate=outcome.duplicate,
+                hashes=[entry.hash for entry in outcome.entries],
             )
             result = "duplicate" if outcome.duplicate else "accepted"
             if not outcome.duplicate:
@@ -225,11 +241,11 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             seat = viewer_seat(
                 snapshot, identity, request.seat if request.HasField("seat") else None
             )
+            await self._check_spectator(identity, snapshot.game_id, seat)
             view = snapshot.game.view(snapshot.state, seat)
             reply = game_pb2.GetViewResponse(seq=snapshot.seq)
-            getattr(reply, _oneof_field(game_pb2.GetViewResponse, "view", snapshot.game)).CopyFrom(
-                view
-            )
+            put(reply, snapshot.game.SCHEMA, view)
+            reply.seat_control.extend(seat_control_of(snapshot))
             return reply
         except Exception as exc:
             await self._fail(context, exc, request.game_id)
@@ -243,15 +259,49 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             seat = viewer_seat(
                 snapshot, identity, request.seat if request.HasField("seat") else None
             )
+            await self._check_spectator(identity, snapshot.game_id, seat)
             if snapshot.is_over and request.after_seq >= snapshot.seq:
                 return
-            game = snapshot.game
-            stream = log_after(
-                self.repository.store, self.bus, game, snapshot.game_id, request.after_seq,
-                on_live=self._observe_lag,
+            # A seated player's stream: presence counts it, and it gives the seat back if a
+            # bot stood in (services.game.control).
+            seated_player = not identity.is_privileged and seat is not None
+            if seated_player:
+                await self.seat_controls.on_stream_opened(identity, snapshot, seat)
+                if self.presence is not None:
+                    self.presence.opened(snapshot.game_id, identity.player_id)
+            try:
+                # Streams of one game share its feed, and those of one projection its
+                # responses (each redacted once): see services.game.streams.
+                async for response in self.feeds.responses_after(
+                    snapshot.game, snapshot.game_id, request.after_seq, seat,
+                    head_seq=snapshot.seq,
+                ):
+                    yield response
+            finally:
+                if seated_player and self.presence is not None:
+                    self.presence.closed(snapshot.game_id, identity.player_id)
+        except Exception as exc:
+            await self._fail(context, exc, request.game_id)
+
+    async def ControlSeat(
+        self, request: game_pb2.ControlSeatRequest, context: grpc.aio.ServicerContext
+    ) -> game_pb2.ControlSeatResponse:
+        try:
+            identity = current_identity()
+            self.seat_controls.check_caller(identity)
+            snapshot = await self.repository.refresh(_check_game_id(request.game_id))
+            outcome = await self.seat_controls.control(identity, snapshot, request)
+            reply = game_pb2.ControlSeatResponse(
+                seq=outcome.snapshot.seq, changed=bool(outcome.entries) and not outcome.duplicate
             )
-            async for entry in stream:
-                yield game_pb2.SubscribeResponse(event=game.redact(entry.event, seat))
+            if outcome.entries:
+                reply.event.CopyFrom(outcome.entries[0].event)
+                reply.hash = outcome.entries[0].hash
+            if reply.changed:
+                _log.info("seat_control", game_id=snapshot.game_id, seat=request.seat,
+                          bot=request.bot, reason=request.reason, seq=outcome.snapshot.seq,
+                          requested_by=f"{identity.role}:{identity.player_id}")
+            return reply
         except Exception as exc:
             await self._fail(context, exc, request.game_id)
 
@@ -267,11 +317,36 @@ class GameService(game_pb2_grpc.GameServiceServicer):
                     f"game {snapshot.game_id} is not over; only admins export it now",
                 )
             entries = await self._load(snapshot.game_id)
-            return game_pb2.ExportLogResponse(
-                game_type=snapshot.game.GAME_TYPE, entries=entries
-            )
+            reply = game_pb2.ExportLogResponse(game_type=snapshot.game.GAME_TYPE, entries=entries)
+            if snapshot.is_over and entries:
+                head = entries[-1]
+                reply.seal.CopyFrom(
+                    self.signer.seal(snapshot.game_id, head.event.seq, head.hash)
+                )
+            return reply
         except Exception as exc:
             await self._fail(context, exc, request.game_id)
+
+    async def GetSigningKey(
+        self, request: game_pb2.GetSigningKeyRequest, context: grpc.aio.ServicerContext
+    ) -> game_pb2.GetSigningKeyResponse:
+        try:
+            current_identity()
+            return game_pb2.GetSigningKeyResponse(
+                public_key=self.signer.public_key, algorithm="ed25519"
+            )
+        except Exception as exc:
+            await self._fail(context, exc, "")
+
+    async def _check_spectator(self, identity: Identity, game_id: str, seat: int | None) -> None:
+        """Refuse a player who holds no seat in a match that admits no spectators."""
+        if identity.is_privileged or seat is not None or self._spectators_allowed is None:
+            return
+        if not await self._spectators_allowed(game_id):
+            raise ServiceError(
+                grpc.StatusCode.PERMISSION_DENIED, Reason.SPECTATORS_NOT_ALLOWED,
+                f"the table of game {game_id} allows no spectators",
+            )
 
     async def _load(self, game_id: str) -> list[log_pb2.LogEntry]:
         return await asyncio.to_thread(self.repository.store.load, game_id, 0)
@@ -284,9 +359,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
     async def _fail(
         self, context: grpc.aio.ServicerContext, exc: Exception, game_id: str
     ) -> NoReturn:
-        exc = _known(exc, game_id)
-        if isinstance(exc, StoreError) and not isinstance(exc, RuleViolation):
-            _log.warning("store_error", game_id=game_id, error=str(exc))
-        elif not isinstance(exc, ServiceError | RuleViolation):
-            _log.exception("internal_error", game_id=game_id)
-        await abort_with(context, exc)
+        """End the call with ``exc``'s status (services.platform.errors maps it; anything
+        unexpected, a store failure included, is logged and answered INTERNAL with a
+        correlation id)."""
+        await abort_with(context, _known(exc, game_id), game_id=game_id[:64])

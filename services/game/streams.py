@@ -1,27 +1,54 @@
-"""Subscribe's merge of the stored log and the live bus: no gap, no duplicate.
+"""Subscribe's merge of the stored log and the live bus: no gap, no duplicate, shared fan-out.
 
-The live subscription starts first; then the store's entries after ``after_seq`` are
-replayed; then live entries follow, skipping any seq already sent. A live entry further
-ahead than the next seq (a gap: the subscription started late, or the bus lost a message)
-is filled from the store, and a slow poll of the store backs the bus up, so a stream
-never stalls on an event the bus failed to carry. The stream ends after the match's
-final event (the one revealing the server seed).
+A process holds one :class:`_Feed` per game that has open streams, whatever their number:
+one live subscription on the bus, one task following it, and a window of the game's latest
+entries with the responses already redacted for each projection (a seat, or the public one
+of spectators). A stream is then a cursor into that window: when an event arrives the feed
+wakes every stream once, each takes the entries after its cursor, and streams of the same
+projection send the same response object, redacted once. Nothing per event is done per
+stream but the send itself: no queue, task, redaction or store read of its own.
+
+The merge: the feed subscribes to the bus first; a stream then replays the store's entries
+after its ``after_seq`` and follows the feed, skipping any seq already sent. A live entry
+further ahead than the next seq (a gap: the bus lost a message) is filled from the store
+by the feed, and a slow poll of the store backs the bus up (once per game, not per stream),
+so a stream never stalls on an event the bus failed to carry. A stream that falls behind
+the window (a client not reading) reads what it missed from the store. A stream ends after
+the match's final event (the one revealing the server seed).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Final
+import itertools
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from typing import Final, TypeVar
 
-from dast.v1 import log_pb2
+from dast.v1 import game_pb2, log_pb2
 from engine.core.protocol import Game
 from services.platform.bus import Bus, LiveStream
 from services.platform.store import EventStore
 
+log = logging.getLogger(__name__)
+
 POLL_SECONDS: Final = (0.2, 1.0, 3.0, 10.0)
 """Waits between store polls while the bus is silent (the last one repeats)."""
+WINDOW_ENTRIES: Final = 256
+"""How many of a game's latest entries (and their redacted responses) a feed keeps."""
+
+_Sent = TypeVar("_Sent")
+
+Seat = int | None
+"""A projection: the seat whose view a stream carries, or None for the public one."""
+
+
+def _poll_waits(schedule: tuple[float, ...]) -> Iterator[float]:
+    yield from schedule
+    while True:
+        yield schedule[-1]
 
 
 async def _next_live(live: LiveStream) -> log_pb2.LogEntry | None:
@@ -32,10 +59,262 @@ async def _next_live(live: LiveStream) -> log_pb2.LogEntry | None:
         return None
 
 
-def _poll_waits(schedule: tuple[float, ...]) -> Iterator[float]:
-    yield from schedule
-    while True:
-        yield schedule[-1]
+class FeedStopped(RuntimeError):
+    """Raised to a stream whose game's feed stopped before the game ended."""
+
+
+class _Feed:
+    """One game's live entries in this process, shared by all its streams (see module doc)."""
+
+    def __init__(
+        self, feeds: GameFeeds, game: Game, game_id: str, start_seq: int
+    ) -> None:
+        self._feeds = feeds
+        self.game = game
+        self.game_id = game_id
+        self.last = start_seq
+        """The highest seq the feed has; entries up to it are in the window or the store."""
+        self.final_seq: int | None = None
+        """The seq of the match's final event (the one revealing the seed), once seen."""
+        self._window: collections.deque[log_pb2.LogEntry] = collections.deque(
+            maxlen=feeds.window_entries
+        )
+        self._responses: dict[int, dict[Seat, game_pb2.SubscribeResponse]] = {}
+        self._waiters: set[asyncio.Future[None]] = set()
+        self.streams = 0
+        self.ready = asyncio.Event()
+        """Set once the bus subscription is live (or known to be down: the poll carries on)."""
+        self._task = asyncio.get_running_loop().create_task(
+            self._follow(), name=f"feed:{game_id}"
+        )
+        self._task.add_done_callback(self._report_failure)
+
+    def _report_failure(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("feed %s stopped: %r", self.game_id, task.exception())
+
+    @property
+    def stopped(self) -> bool:
+        """The feed no longer follows the game (its task ended: the game did, or it failed)."""
+        return self._task.done()
+
+    @property
+    def ended(self) -> bool:
+        """The final event is in the window: the game has nothing more to send."""
+        return self.final_seq is not None
+
+    # ---- what streams read ------------------------------------------------------------
+
+    def after(self, cursor: int) -> list[log_pb2.LogEntry] | None:
+        """The window's entries after ``cursor``; None if the window no longer reaches back
+        to ``cursor + 1`` (the stream must read the store first)."""
+        if self.last <= cursor:
+            return []
+        if not self._window or cursor + 1 < self._window[0].event.seq:
+            return None
+        first = self._window[0].event.seq
+        return list(itertools.islice(self._window, cursor + 1 - first, None))
+
+    def response(self, entry: log_pb2.LogEntry, seat: Seat) -> game_pb2.SubscribeResponse:
+        """``entry`` as ``seat`` receives it, redacted once per projection while in the
+        window. Shared between streams: never mutate it."""
+        by_seat = self._responses.get(entry.event.seq)
+        if by_seat is None:
+            return game_pb2.SubscribeResponse(
+                event=self.game.redact(entry.event, seat), hash=entry.hash
+            )
+        response = by_seat.get(seat)
+        if response is None:
+            response = game_pb2.SubscribeResponse(
+                event=self.game.redact(entry.event, seat), hash=entry.hash
+            )
+            by_seat[seat] = response
+        return response
+
+    async def changed(self) -> None:
+        """Return after the next entry arrives.
+
+        :raises FeedStopped: if the feed stopped before the game ended (a stream then ends
+            with an error and its client subscribes again, instead of waiting for nothing).
+        """
+        if self.stopped:
+            raise FeedStopped(f"the live feed of game {self.game_id} stopped")
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.add(waiter)
+        try:
+            await waiter
+        finally:
+            self._waiters.discard(waiter)  # a stream closed while waiting leaves nothing
+
+    # ---- the one follower per game ----------------------------------------------------
+
+    def _add(self, entries: list[log_pb2.LogEntry]) -> None:
+        added = False
+        for entry in entries:
+            if entry.event.seq != self.last + 1 or self.ended:
+                continue
+            if len(self._window) == self._window.maxlen:
+                self._responses.pop(self._window[0].event.seq, None)
+            self._window.append(entry)
+            self._responses[entry.event.seq] = {}
+            self.last = entry.event.seq
+            added = True
+            if self.game.revealed_seed(entry.event) is not None:
+                self.final_seq = entry.event.seq
+        if added:
+            self._wake()
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, set()
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def _load(self) -> list[log_pb2.LogEntry]:
+        try:
+            return await asyncio.to_thread(self._feeds.store.load, self.game_id, self.last)
+        except Exception as error:  # the store is down: the next poll tries again
+            log.warning("feed %s: store read failed: %r", self.game_id, error)
+            return []
+
+    async def _follow(self) -> None:
+        live = self._feeds.bus.live(self.game_id)
+        pending: asyncio.Future[log_pb2.LogEntry | None] = asyncio.ensure_future(
+            _next_live(live)
+        )
+        try:
+            # Nothing published from now on is lost; if the bus is down the store poll carries on.
+            with contextlib.suppress(Exception):
+                await live.ensure_subscribed()
+            self.ready.set()
+            self._add(await self._load())
+            waits = _poll_waits(self._feeds.poll_seconds)
+            while not self.ended:
+                done, _ = await asyncio.wait({pending}, timeout=next(waits))
+                live_entry = pending.result() if done else None
+                if done and live_entry is None:
+                    pending = asyncio.get_running_loop().create_future()  # live feed gone: poll
+                if live_entry is None:
+                    self._add(await self._load())
+                    continue
+                pending = asyncio.ensure_future(_next_live(live))
+                waits = _poll_waits(self._feeds.poll_seconds)
+                if live_entry.event.seq <= self.last:
+                    continue
+                if self._feeds.on_live is not None:
+                    with contextlib.suppress(Exception):  # a metric never stops a feed
+                        self._feeds.on_live(live_entry)
+                if live_entry.event.seq == self.last + 1:
+                    self._add([live_entry])
+                else:
+                    self._add(await self._load())
+        finally:
+            self.ready.set()
+            self._wake()
+            pending.cancel()
+            with contextlib.suppress(BaseException):
+                await pending
+            with contextlib.suppress(Exception):
+                await live.aclose()
+
+    def close(self) -> None:
+        """Stop following the game (its task ends the bus subscription)."""
+        self._task.cancel()
+
+
+class GameFeeds:
+    """The feeds of one process's streams: at most one per game, open while it has streams.
+
+    ``on_live`` sees each live entry once per process (e.g. to measure the bus's lag).
+    """
+
+    def __init__(
+        self,
+        store: EventStore,
+        bus: Bus,
+        *,
+        on_live: Callable[[log_pb2.LogEntry], None] | None = None,
+        poll_seconds: tuple[float, ...] = POLL_SECONDS,
+        window_entries: int = WINDOW_ENTRIES,
+    ) -> None:
+        self.store = store
+        self.bus = bus
+        self.on_live = on_live
+        self.poll_seconds = poll_seconds
+        self.window_entries = window_entries
+        self._feeds: dict[str, _Feed] = {}
+
+    @property
+    def open_games(self) -> int:
+        """How many games have a feed (streams open) in this process."""
+        return len(self._feeds)
+
+    def responses_after(
+        self, game: Game, game_id: str, after_seq: int, seat: Seat, *, head_seq: int | None = None
+    ) -> AsyncGenerator[game_pb2.SubscribeResponse, None]:
+        """Every entry of ``game_id`` after ``after_seq`` as ``seat`` sees it, stored then
+        live, each seq once; ``head_seq`` (the game's seq when the call began, if known)
+        spares a new feed reading the store from ``after_seq``.
+
+        :raises GameNotFound: if the game does not exist.
+        """
+        # One generator, not one wrapping another: every layer costs each stream each event.
+        return self._entries(
+            game, game_id, after_seq, head_seq, lambda entry, feed: feed.response(entry, seat)
+        )
+
+    def entries_after(
+        self, game: Game, game_id: str, after_seq: int, *, head_seq: int | None = None
+    ) -> AsyncGenerator[log_pb2.LogEntry, None]:
+        """Every entry of ``game_id`` after ``after_seq``, stored then live, each seq once.
+
+        :raises GameNotFound: if the game does not exist.
+        """
+        return self._entries(game, game_id, after_seq, head_seq, lambda entry, _feed: entry)
+
+    async def _entries(
+        self, game: Game, game_id: str, after_seq: int, head_seq: int | None,
+        convert: Callable[[log_pb2.LogEntry, _Feed], _Sent],
+    ) -> AsyncGenerator[_Sent, None]:
+        feed = self._feeds.get(game_id)
+        if feed is None or (feed.stopped and not feed.ended):  # none yet, or a failed one
+            start = after_seq if head_seq is None else min(after_seq, head_seq)
+            feed = _Feed(self, game, game_id, start)
+            self._feeds[game_id] = feed
+        feed.streams += 1
+        try:
+            await feed.ready.wait()
+            cursor = after_seq
+            for entry in await asyncio.to_thread(self.store.load, game_id, cursor):
+                yield convert(entry, feed)
+                cursor = entry.event.seq
+                if game.revealed_seed(entry.event) is not None:
+                    return
+            while True:
+                fresh = feed.after(cursor)
+                from_store = fresh is None
+                if fresh is None:  # behind the window: catch up from the store
+                    fresh = await asyncio.to_thread(self.store.load, game_id, cursor)
+                if not fresh:
+                    if feed.ended:
+                        return
+                    await feed.changed()
+                    continue
+                for entry in fresh:
+                    if entry.event.seq != cursor + 1:
+                        continue
+                    yield convert(entry, feed)
+                    cursor = entry.event.seq
+                    # The feed found the final event once for all its streams.
+                    if cursor == feed.final_seq or (
+                        from_store and game.revealed_seed(entry.event) is not None
+                    ):
+                        return
+        finally:
+            feed.streams -= 1
+            if feed.streams == 0 and self._feeds.get(game_id) is feed:
+                del self._feeds[game_id]
+                feed.close()
 
 
 async def log_after(
@@ -48,51 +327,11 @@ async def log_after(
     on_live: Callable[[log_pb2.LogEntry], None] | None = None,
     poll_seconds: tuple[float, ...] = POLL_SECONDS,
 ) -> AsyncIterator[log_pb2.LogEntry]:
-    """Every entry of ``game_id`` after ``after_seq``, stored then live, each seq once.
+    """Every entry of ``game_id`` after ``after_seq``, stored then live, each seq once, on
+    a feed of its own (a server shares one :class:`GameFeeds` between its streams).
 
     :raises GameNotFound: if the game does not exist.
     """
-    live = bus.live(game_id)
-    pending: asyncio.Future[log_pb2.LogEntry | None] = asyncio.ensure_future(_next_live(live))
-    try:
-        # Nothing published from now on is lost; if the bus is down the store poll carries on.
-        with contextlib.suppress(Exception):
-            await live.ensure_subscribed()
-        last = after_seq
-        for entry in await asyncio.to_thread(store.load, game_id, last):
-            yield entry
-            last = entry.event.seq
-            if game.revealed_seed(entry.event) is not None:
-                return
-        waits = _poll_waits(poll_seconds)
-        while True:
-            done, _ = await asyncio.wait({pending}, timeout=next(waits))
-            live_entry = pending.result() if done else None
-            if done and live_entry is None:
-                pending = asyncio.get_running_loop().create_future()  # live feed gone: poll
-            if live_entry is not None:
-                pending = asyncio.ensure_future(_next_live(live))
-                waits = _poll_waits(poll_seconds)
-                if live_entry.event.seq <= last:
-                    continue
-                if on_live is not None:
-                    on_live(live_entry)
-                if live_entry.event.seq == last + 1:
-                    fresh = [live_entry]
-                else:
-                    fresh = await asyncio.to_thread(store.load, game_id, last)
-            else:
-                fresh = await asyncio.to_thread(store.load, game_id, last)
-            for entry in fresh:
-                if entry.event.seq != last + 1:
-                    continue
-                yield entry
-                last = entry.event.seq
-                if game.revealed_seed(entry.event) is not None:
-                    return
-    finally:
-        pending.cancel()
-        with contextlib.suppress(BaseException):
-            await pending
-        with contextlib.suppress(Exception):
-            await live.aclose()
+    feeds = GameFeeds(store, bus, on_live=on_live, poll_seconds=poll_seconds)
+    async for entry in feeds.entries_after(game, game_id, after_seq):
+        yield entry

@@ -1,29 +1,41 @@
-"""Wiring of the lobby into a gRPC server, and its follower of match ends.
+"""Wiring of the lobby into a gRPC server, and its follower of the games' events.
 
-``dast serve`` (and the tests) mount the lobby with :func:`mount_lobby_service`, then run
-:meth:`Lobby.run` as a task once the game service's address is known::
+The composition root (:mod:`services.compose`) mounts the lobby with
+:func:`mount_lobby_service`, then runs :meth:`Lobby.run` as a task once the game service's
+address is known::
 
     lobby = mount_lobby_service(server, lobby_store, secret=settings.jwt_secret)
     port = bind(server, settings.listen)
     task = asyncio.create_task(lobby.run(bus, game_target=f"127.0.0.1:{port}"))
+
+The lobby learns how matches go from the games' events only (its durable consumer
+``lobby`` on the bus), never from the event store. A lobby that was down catches up twice
+over: with NATS its durable consumer resumes where it stopped; and whatever the bus, on
+start :meth:`Lobby.catch_up` asks the game service (``ExportLog``, which answers a service
+only for a finished match) about every table still playing, so a match that ended while
+nobody followed (the in-process bus keeps nothing across a restart) finishes its table.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import grpc
 import structlog
 
-from dast.v1 import lobby_pb2
+from dast.v1 import lobby_pb2, log_pb2
 from engine.registry import GAMES_BY_NAME
 from services.lobby import tables
 from services.lobby.changes import Tables
+from services.lobby.feed import FeedPublisher
 from services.lobby.service import GameStarter, GrpcGameStarter, LobbyService
 from services.lobby.store import LobbyStore, TableNotFound
 from services.platform.bus import Bus, Published
+from services.platform.clock import Clock, wall_clock_ms
+from services.platform.table_feed import TableFeed
 
 SERVICE_NAME = lobby_pb2.DESCRIPTOR.services_by_name["LobbyService"].full_name
 _log = structlog.get_logger(component="lobby")
@@ -36,10 +48,21 @@ class _LateStarter:
         self.secret = secret
         self.starter: GameStarter | None = None
 
-    async def create(self, request: object) -> None:
+    def _connected(self) -> GameStarter:
         if self.starter is None:
             raise RuntimeError("the lobby is not connected to a game service yet")
-        await self.starter.create(request)  # type: ignore[arg-type]
+        return self.starter
+
+    async def create(self, request: object) -> None:
+        await self._connected().create(request)  # type: ignore[arg-type]
+
+    async def is_over(self, game_id: str) -> bool:
+        return await self._connected().is_over(game_id)
+
+    async def control_seat(self, game_id: str, seat: int, *, bot: bool, bot_level: str,
+                           reason: int) -> None:
+        await self._connected().control_seat(game_id, seat, bot=bot, bot_level=bot_level,
+                                             reason=reason)
 
 
 @dataclass
@@ -55,21 +78,63 @@ class Lobby:
         self._starter.starter = GrpcGameStarter(target, self._starter.secret)
 
     async def run(self, bus: Bus, *, game_target: str | None = None,
-                  durable: str = "lobby") -> None:
-        """Follow match ends on ``bus`` (a finished match finishes its table), forever."""
+                  durable: str = "lobby", feed: TableFeed | None = None) -> None:
+        """Catch up, then follow the games' events on ``bus`` (a finished match finishes its
+        table), forever; with a ``feed``, publish the tables' changes to it meanwhile."""
         if game_target is not None:
             self.connect_games(game_target)
         try:
-            async for published in bus.all_events(durable=durable):
-                await self.on_event(published)
+            events = bus.all_events(durable=durable)  # registered before the catch-up
+            background: list[asyncio.Task[object]] = [
+                asyncio.create_task(self.catch_up(), name="lobby-catch-up")]
+            if feed is not None:
+                publisher = FeedPublisher(self.tables.store, feed)
+                self.tables.add_listener(publisher.wake)
+                background.append(asyncio.create_task(publisher.run(), name="lobby-feed"))
+            try:
+                async for published in events:
+                    await self.on_event(published)
+            finally:
+                for task in background:
+                    task.cancel()
+                for task in background:
+                    with contextlib.suppress(BaseException):
+                        await task
         finally:
             starter = self._starter.starter
             if isinstance(starter, GrpcGameStarter):
                 with contextlib.suppress(Exception):
                     await starter.close()
 
+    async def catch_up(self, *, attempts: int = 30, pause_seconds: float = 1.0) -> int:
+        """Finish every playing table whose match the game service says is over; return
+        how many. Retried while the game service is unreachable (it may be starting too)."""
+        for _ in range(attempts):
+            try:
+                return await self._finish_ended_matches()
+            except grpc.aio.AioRpcError as error:
+                _log.info("catch_up_waiting", code=error.code().name)
+                await asyncio.sleep(pause_seconds)
+        _log.warning("catch_up_gave_up", attempts=attempts)
+        return 0
+
+    async def _finish_ended_matches(self) -> int:
+        finished = 0
+        for table in await asyncio.to_thread(self.tables.store.playing):
+            if table.game_id and await self._starter.is_over(table.game_id):
+                await self.tables.apply(table.table_id, _finishing(table.game_id))
+                _log.info("game_finished_while_away", table_id=table.table_id,
+                          game_id=table.game_id)
+                finished += 1
+        return finished
+
     async def on_event(self, published: Published) -> None:
-        """Finish the table of a match whose final event this is (idempotent)."""
+        """Finish the table of a match whose final event this is, and mark the seats a bot
+        took over or gave back (idempotent)."""
+        event = published.entry.event
+        if event.HasField("seat_control"):
+            await self._follow_seat_control(published.game_id, event.seat_control)
+            return
         game = GAMES_BY_NAME.get(published.game_type)
         if game is None or game.revealed_seed(published.entry.event) is None:
             return
@@ -81,15 +146,38 @@ class Lobby:
         _log.info("game_finished", table_id=table.table_id, game_id=published.game_id)
 
 
+    async def _follow_seat_control(self, game_id: str, control: log_pb2.SeatControl) -> None:
+        """A seat-control event of the game's log as the table's update:
+        ``SEAT_TAKEN_OVER_BY_BOT`` for a takeover, ``SEAT_RETURNED`` for a return."""
+        try:
+            table = await asyncio.to_thread(self.tables.store.by_game, game_id)
+        except TableNotFound:
+            return  # a match created without the lobby
+
+        def change(fresh: lobby_pb2.Table) -> tables.Change:
+            if fresh.game_id != game_id or control.seat >= len(fresh.seats):
+                return tables.Change(fresh)  # the table moved on to another match
+            if control.bot:
+                return tables.take_over(fresh, [control.seat])
+            return tables.give_back(fresh, fresh.seats[control.seat].player_id)
+
+        await self.tables.apply(table.table_id, change)
+
+
+def _finishing(game_id: str) -> Callable[[lobby_pb2.Table], tables.Change]:
+    return lambda table: tables.finish(table, game_id)
+
+
 def mount_lobby_service(
     server: grpc.aio.Server, store: LobbyStore, *, secret: str,
     token_ttl_seconds: int = 24 * 3600, game_target: str | None = None,
-    table_writer: Tables | None = None,
+    table_writer: Tables | None = None, clock: Clock = wall_clock_ms,
 ) -> Lobby:
     """Add the lobby over ``store`` to ``server``; return it (run :meth:`Lobby.run`)."""
     starter = _LateStarter(secret)
-    writer = table_writer or Tables(store)
-    service = LobbyService(writer, starter, secret, token_ttl_seconds=token_ttl_seconds)
+    writer = table_writer or Tables(store, clock=clock)
+    service = LobbyService(writer, starter, secret, token_ttl_seconds=token_ttl_seconds,
+                           clock=clock)
     from dast.v1 import lobby_pb2_grpc
 
     lobby_pb2_grpc.add_LobbyServiceServicer_to_server(service, server)

@@ -8,22 +8,18 @@ recorded as updates and announced to this process's watch streams.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 
 import grpc
 
 from dast.v1 import lobby_pb2
+from services.lobby.reasons import LobbyReason
 from services.lobby.store import LobbyStore, StaleTable
 from services.lobby.tables import Change, Update
+from services.platform.clock import wall_clock_ms
 from services.platform.errors import ServiceError
 
 _ATTEMPTS = 8
-
-
-def wall_clock_ms() -> int:
-    """Milliseconds since the epoch (update timestamps)."""
-    return time.time_ns() // 1_000_000
 
 
 class TableWatchers:
@@ -110,5 +106,5 @@ class Tables:
                 continue
             self._changed(saved, change.updates)
             return saved
-        raise ServiceError(grpc.StatusCode.ABORTED, "concurrent_change",
+        raise ServiceError(grpc.StatusCode.ABORTED, LobbyReason.CONCURRENT_CHANGE,
                            f"table {table_id} keeps changing; retry")

@@ -13,28 +13,61 @@ import contextlib
 import secrets
 import uuid
 from collections.abc import AsyncIterator, Callable
-from typing import NoReturn, Protocol
+from typing import Final, Protocol
 
 import grpc
 import structlog
 
-from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2, lobby_pb2, lobby_pb2_grpc
+from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, lobby_pb2, lobby_pb2_grpc, log_pb2
+from engine.core.payload import put
 from services.lobby import tables
-from services.lobby.changes import Tables, wall_clock_ms
-from services.lobby.store import TableNotFound
+from services.lobby.changes import Tables
+from services.lobby.reasons import LobbyReason
+from services.lobby.store import StaleTable, TableNotFound
 from services.platform.auth import Role, current_identity, mint_token
-from services.platform.errors import Reason, ServiceError, abort_with
+from services.platform.channels import service_channel
+from services.platform.clock import wall_clock_ms
+from services.platform.errors import ServiceError, map_exception
+from services.platform.validation import check_id, clean_display_name
 
 _log = structlog.get_logger(component="lobby")
+DEVICE_ID_CHARS: Final = (8, 128)
+"""Length of a device id (lobby.proto): long enough that apps make them unguessable."""
+_GAME_SERVICE_DOWN: Final = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+map_exception(TableNotFound, grpc.StatusCode.NOT_FOUND, LobbyReason.TABLE_NOT_FOUND)
+map_exception(StaleTable, grpc.StatusCode.ABORTED, LobbyReason.CONCURRENT_CHANGE)
 WATCH_POLL_SECONDS = 1.0
 """How often a watch re-reads its table besides in-process wake-ups (other replicas)."""
 
 
+def _game_service_down() -> ServiceError:
+    """What a caller learns when the game service did not answer the lobby: retry."""
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, LobbyReason.GAME_SERVICE_UNAVAILABLE,
+                        "the game service did not answer; retry")
+
+
 class GameStarter(Protocol):
-    """Creates a match in the game service."""
+    """Creates a match in the game service, and tells whether one is over."""
 
     async def create(self, request: game_pb2.CreateGameRequest) -> None:
         """Create the game (an existing ``game_id`` counts as created: a retry)."""
+        ...
+
+    async def is_over(self, game_id: str) -> bool:
+        """Whether the match ``game_id`` has ended (a game the service does not know has
+        not).
+
+        :raises grpc.aio.AioRpcError: when the game service cannot answer.
+        """
+        ...
+
+    async def control_seat(self, game_id: str, seat: int, *, bot: bool, bot_level: str,
+                           reason: int) -> None:
+        """Record in the game's log that a bot takes ``seat`` over (``bot``) or gives it back.
+
+        :raises grpc.aio.AioRpcError: when the game service cannot answer or refuses.
+        """
         ...
 
 
@@ -48,25 +81,49 @@ class GrpcGameStarter:
         )
         self._channel: grpc.aio.Channel | None = None
 
+    def _stub(self) -> game_pb2_grpc.GameServiceStub:
+        if self._channel is None:
+            self._channel = service_channel(self._target)
+        return game_pb2_grpc.GameServiceStub(self._channel)
+
     async def create(self, request: game_pb2.CreateGameRequest) -> None:
         """See :class:`GameStarter`."""
-        if self._channel is None:
-            self._channel = grpc.aio.insecure_channel(self._target)
-        stub = game_pb2_grpc.GameServiceStub(self._channel)
         try:
-            await stub.CreateGame(request, metadata=self._metadata, timeout=10)
+            await self._stub().CreateGame(request, metadata=self._metadata, timeout=10)
         except grpc.aio.AioRpcError as error:
+            if error.code() in _GAME_SERVICE_DOWN:
+                raise _game_service_down() from error
             if error.code() != grpc.StatusCode.ALREADY_EXISTS:
+                raise  # any other refusal is a lobby bug: INTERNAL, its details in the log
+
+    async def control_seat(self, game_id: str, seat: int, *, bot: bool, bot_level: str,
+                           reason: int) -> None:
+        """See :class:`GameStarter` (a match that ended meanwhile: nothing to record)."""
+        request = game_pb2.ControlSeatRequest(game_id=game_id, seat=seat, bot=bot,
+                                              bot_level=bot_level, reason=reason)  # type: ignore[arg-type]
+        try:
+            await self._stub().ControlSeat(request, metadata=self._metadata, timeout=10)
+        except grpc.aio.AioRpcError as error:
+            if error.code() != grpc.StatusCode.FAILED_PRECONDITION:
                 raise
+
+    async def is_over(self, game_id: str) -> bool:
+        """See :class:`GameStarter`: the game service exports a match's log to a service
+        only once it is over (and then seals it)."""
+        try:
+            reply = await self._stub().ExportLog(
+                game_pb2.ExportLogRequest(game_id=game_id), metadata=self._metadata, timeout=10
+            )
+        except grpc.aio.AioRpcError as error:
+            if error.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
+                return False
+            raise
+        return bool(reply.HasField("seal"))
 
     async def close(self) -> None:
         """Close the channel."""
         if self._channel is not None:
             await self._channel.close()
-
-
-def _invalid(message: str) -> ServiceError:
-    return ServiceError(grpc.StatusCode.INVALID_ARGUMENT, Reason.INVALID_REQUEST, message)
 
 
 def create_game_request(table: lobby_pb2.Table) -> game_pb2.CreateGameRequest:
@@ -79,12 +136,21 @@ def create_game_request(table: lobby_pb2.Table) -> game_pb2.CreateGameRequest:
             for seat in table.seats
         ],
     )
-    rules = tables.game_rules(table.settings)
-    if isinstance(rules, hokm_pb2.HokmRules):
-        request.hokm.CopyFrom(rules)
-    else:
-        request.hand.CopyFrom(rules)
+    put(request, tables.game_of(table.settings.game_type).SCHEMA,
+        tables.game_rules(table.settings))
     return request
+
+
+_LEGACY_VARIANT_SEATS: Final = {1: 4, 2: 3, 3: 2}
+"""The seats of the deprecated ``QuickMatchRequest.hokm_variant`` values (lobby.proto's
+HokmVariant FOUR, THREE and TWO_PLAYERS), for apps that predate ``players``."""
+
+
+def requested_players(request: lobby_pb2.QuickMatchRequest) -> int:
+    """The seats a quick match asks for (0: the game's default): ``players``, or what older
+    apps sent in the deprecated per-game fields."""
+    return (request.players or request.hand_players
+            or _LEGACY_VARIANT_SEATS.get(request.hokm_variant, 0))
 
 
 class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
@@ -103,142 +169,134 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
     async def SignInGuest(
         self, request: lobby_pb2.SignInGuestRequest, context: grpc.aio.ServicerContext
     ) -> lobby_pb2.SignInGuestResponse:
-        try:
-            if not 8 <= len(request.device_id) <= 128:
-                raise _invalid("device_id must have 8 to 128 characters")
-            if len(request.display_name) > 32:
-                raise _invalid("display_name: at most 32 characters")
-            player_id, name = await asyncio.to_thread(
-                self.tables.store.guest, request.device_id, request.display_name.strip(),
-                f"g-{uuid.uuid4().hex[:16]}",
-            )
-            token = mint_token(self._secret, player_id, Role.PLAYER, ttl_seconds=self._ttl)
-            return lobby_pb2.SignInGuestResponse(
-                player_id=player_id, display_name=name, token=token,
-                expires_at_ms=self._clock() + self._ttl * 1000,
-            )
-        except Exception as exc:
-            await self._fail(context, exc)
+        low, high = DEVICE_ID_CHARS
+        device_id = check_id(request.device_id, "device_id", min_chars=low, max_chars=high)
+        display_name = clean_display_name(request.display_name)
+        player_id, name = await asyncio.to_thread(
+            self.tables.store.guest, device_id, display_name, f"g-{uuid.uuid4().hex[:16]}",
+        )
+        token = mint_token(self._secret, player_id, Role.PLAYER, ttl_seconds=self._ttl)
+        return lobby_pb2.SignInGuestResponse(
+            player_id=player_id, display_name=name, token=token,
+            expires_at_ms=self._clock() + self._ttl * 1000,
+        )
 
     async def CreateTable(
         self, request: lobby_pb2.CreateTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_pb2.Table:
-        try:
-            player = current_identity().player_id
-            name = await asyncio.to_thread(self.tables.store.name_of, player)
-            change = tables.new_table(
-                uuid.uuid4().hex[:12], request.settings, player, name, secrets.token_hex(4)
-            )
-            table = await self.tables.create(change)
-            _log.info("table_created", table_id=table.table_id, host=player)
-            return table
-        except Exception as exc:
-            await self._fail(context, exc)
+        player = current_identity().player_id
+        name = await asyncio.to_thread(self.tables.store.name_of, player)
+        change = tables.new_table(
+            uuid.uuid4().hex[:12], request.settings, player, name, secrets.token_hex(4)
+        )
+        table = await self.tables.create(change)
+        _log.info("table_created", table_id=table.table_id, host=player)
+        return table
 
     async def ListTables(
         self, request: lobby_pb2.ListTablesRequest, context: grpc.aio.ServicerContext
     ) -> lobby_pb2.ListTablesResponse:
-        try:
-            player = current_identity().player_id
-            listed = await asyncio.to_thread(
-                self.tables.store.listed, request.game_type,
-                include_playing=request.include_playing,
-            )
-            return lobby_pb2.ListTablesResponse(
-                tables=[tables.for_viewer(table, player) for table in listed]
-            )
-        except Exception as exc:
-            await self._fail(context, exc)
+        player = current_identity().player_id
+        listed = await asyncio.to_thread(
+            self.tables.store.listed, request.game_type,
+            include_playing=request.include_playing,
+        )
+        return lobby_pb2.ListTablesResponse(
+            tables=[tables.for_viewer(table, player) for table in listed]
+        )
 
     async def GetTable(
         self, request: lobby_pb2.GetTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_pb2.Table:
-        try:
-            player = current_identity().player_id
-            if request.table_id:
-                table = await self.tables.get(request.table_id)
-            else:
-                table = await asyncio.to_thread(self.tables.store.by_game, request.game_id)
-            return tables.for_viewer(table, player)
-        except Exception as exc:
-            await self._fail(context, exc)
+        player = current_identity().player_id
+        if request.table_id:
+            table = await self.tables.get(request.table_id)
+        else:
+            table = await asyncio.to_thread(self.tables.store.by_game, request.game_id)
+        return tables.for_viewer(table, player)
 
     async def JoinTable(
         self, request: lobby_pb2.JoinTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_pb2.Table:
-        try:
-            player = current_identity().player_id
-            table_id = request.table_id
-            if not table_id:
-                found = await asyncio.to_thread(self.tables.store.by_invite, request.invite_code)
-                table_id = found.table_id
-            else:
-                found = await self.tables.get(table_id)
-                if found.settings.private and request.invite_code != found.invite_code and (
-                    tables.seat_of(found, player) is None
-                ):
-                    raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, "invite_required",
-                                       f"table {table_id} is private: join with its invite code")
-            name = await asyncio.to_thread(self.tables.store.name_of, player)
-            seat = request.seat if request.HasField("seat") else None
-            return await self.tables.apply(
-                table_id, lambda table: tables.join(table, player, name, seat)
-            )
-        except Exception as exc:
-            await self._fail(context, exc)
+        player = current_identity().player_id
+        table_id = request.table_id
+        if not table_id:
+            found = await asyncio.to_thread(self.tables.store.by_invite, request.invite_code)
+            table_id = found.table_id
+        else:
+            found = await self.tables.get(table_id)
+            if found.settings.private and request.invite_code != found.invite_code and (
+                tables.seat_of(found, player) is None
+            ):
+                raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, LobbyReason.INVITE_REQUIRED,
+                                   f"table {table_id} is private: join with its invite code")
+        name = await asyncio.to_thread(self.tables.store.name_of, player)
+        seat = request.seat if request.HasField("seat") else None
+        joined = await self.tables.apply(
+            table_id, lambda table: tables.join(table, player, name, seat)
+        )
+        await self._record_seat_control(joined, player, log_pb2.SEAT_CONTROL_REASON_REJOINED)
+        return joined
 
     async def LeaveTable(
         self, request: lobby_pb2.LeaveTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_pb2.Table:
+        player = current_identity().player_id
+        table = await self.tables.apply(
+            request.table_id, lambda table: tables.leave(table, player)
+        )
+        await self._record_seat_control(table, player, log_pb2.SEAT_CONTROL_REASON_LEFT)
+        return tables.for_viewer(table, player)
+
+    async def _record_seat_control(self, table: lobby_pb2.Table, player: str,
+                                   reason: int) -> None:
+        """Tell the game service who now plays ``player``'s seat of the table's running
+        match (a bot after a leave, the player after a return), so that its log, which the
+        bots follow, says so; a no-op there when the log says so already. A game service
+        that cannot be reached is logged: the table stands, and the player's next stream
+        gives the seat back anyway."""
+        seat = tables.seat_of(table, player)
+        if table.status != lobby_pb2.TABLE_STATUS_PLAYING or not table.game_id or seat is None:
+            return
+        taken = table.seats[seat].taken_over_by_bot
         try:
-            player = current_identity().player_id
-            table = await self.tables.apply(
-                request.table_id, lambda table: tables.leave(table, player)
+            await self.games.control_seat(
+                table.game_id, seat, bot=taken,
+                bot_level=tables.bot_level_name(table.settings.bot_level) if taken else "",
+                reason=reason,
             )
-            return tables.for_viewer(table, player)
-        except Exception as exc:
-            await self._fail(context, exc)
+        except grpc.aio.AioRpcError as error:
+            _log.warning("seat_control_not_recorded", game_id=table.game_id, seat=seat,
+                         code=error.code().name)
 
     async def ChooseSeat(
         self, request: lobby_pb2.ChooseSeatRequest, context: grpc.aio.ServicerContext
     ) -> lobby_pb2.Table:
-        try:
-            player = current_identity().player_id
-            return await self.tables.apply(
-                request.table_id, lambda table: tables.choose_seat(table, player, request.seat)
-            )
-        except Exception as exc:
-            await self._fail(context, exc)
+        player = current_identity().player_id
+        return await self.tables.apply(
+            request.table_id, lambda table: tables.choose_seat(table, player, request.seat)
+        )
 
     async def AddBot(
         self, request: lobby_pb2.AddBotRequest, context: grpc.aio.ServicerContext
     ) -> lobby_pb2.Table:
-        try:
-            player = current_identity().player_id
-            return await self.tables.apply(
-                request.table_id,
-                lambda table: tables.add_bot(table, player, request.seat, request.level),
-            )
-        except Exception as exc:
-            await self._fail(context, exc)
+        player = current_identity().player_id
+        return await self.tables.apply(
+            request.table_id,
+            lambda table: tables.add_bot(table, player, request.seat, request.level),
+        )
 
     async def StartGame(
         self, request: lobby_pb2.StartGameRequest, context: grpc.aio.ServicerContext
     ) -> lobby_pb2.Table:
-        try:
-            player = current_identity().player_id
-            return await self._start(request.table_id, player, tables.start)
-        except Exception as exc:
-            await self._fail(context, exc)
+        player = current_identity().player_id
+        return await self._start(request.table_id, player, tables.start)
 
     async def Rematch(
         self, request: lobby_pb2.RematchRequest, context: grpc.aio.ServicerContext
     ) -> lobby_pb2.Table:
-        try:
-            player = current_identity().player_id
-            return await self._start(request.table_id, player, tables.rematch)
-        except Exception as exc:
-            await self._fail(context, exc)
+        player = current_identity().player_id
+        return await self._start(request.table_id, player, tables.rematch)
 
     async def _start(
         self, table_id: str, player: str,
@@ -256,7 +314,7 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
             if fresh.game_id == game_id:
                 return tables.Change(fresh)  # a concurrent start of the same version won
             if fresh.version != loaded.version:
-                raise ServiceError(grpc.StatusCode.ABORTED, "concurrent_change",
+                raise ServiceError(grpc.StatusCode.ABORTED, LobbyReason.CONCURRENT_CHANGE,
                                    f"table {table_id} changed while starting; retry")
             return starting(fresh, player, game_id)
 
@@ -267,74 +325,53 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
     async def QuickMatch(
         self, request: lobby_pb2.QuickMatchRequest, context: grpc.aio.ServicerContext
     ) -> lobby_pb2.Table:
-        try:
-            player = current_identity().player_id
-            name = await asyncio.to_thread(self.tables.store.name_of, player)
-            settings = lobby_pb2.TableSettings(game_type=request.game_type or
-                                               common_pb2.GAME_TYPE_HOKM)
-            if settings.game_type == common_pb2.GAME_TYPE_HOKM:
-                settings.hokm.variant = request.hokm_variant
-            else:
-                settings.hand.players = request.hand_players or 4
-            wanted = tables.seat_count(settings)
-            for table in await asyncio.to_thread(
-                self.tables.store.listed, settings.game_type, include_playing=False
-            ):
-                if len(table.seats) != wanted:
-                    continue
-                try:
-                    return await self.tables.apply(
-                        table.table_id, lambda fresh: tables.join(fresh, player, name, None)
-                    )
-                except ServiceError as refused:
-                    if refused.code != grpc.StatusCode.FAILED_PRECONDITION:
-                        raise
-            settings.turn_seconds = 30
-            change = tables.new_table(
-                uuid.uuid4().hex[:12], settings, player, name, secrets.token_hex(4)
-            )
-            return await self.tables.create(change)
-        except Exception as exc:
-            await self._fail(context, exc)
+        player = current_identity().player_id
+        name = await asyncio.to_thread(self.tables.store.name_of, player)
+        settings = tables.quick_match_settings(request.game_type, requested_players(request))
+        wanted = tables.seat_count(settings)
+        for table in await asyncio.to_thread(
+            self.tables.store.listed, settings.game_type, include_playing=False
+        ):
+            if len(table.seats) != wanted:
+                continue
+            try:
+                return await self.tables.apply(
+                    table.table_id, lambda fresh: tables.join(fresh, player, name, None)
+                )
+            except ServiceError as refused:
+                if refused.code != grpc.StatusCode.FAILED_PRECONDITION:
+                    raise
+        change = tables.new_table(
+            uuid.uuid4().hex[:12], settings, player, name, secrets.token_hex(4)
+        )
+        return await self.tables.create(change)
 
     async def WatchTable(
         self, request: lobby_pb2.WatchTableRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[lobby_pb2.TableUpdate]:
+        player = current_identity().player_id
+        table_id = request.table_id
+        wake = self.tables.watchers.register(table_id)
         try:
-            player = current_identity().player_id
-            table_id = request.table_id
-            wake = self.tables.watchers.register(table_id)
-            try:
-                table = await self.tables.get(table_id)
-                yield lobby_pb2.TableUpdate(
-                    kind=lobby_pb2.TABLE_UPDATE_KIND_SNAPSHOT, version=table.version,
-                    at_ms=self._clock(), table=tables.for_viewer(table, player),
+            table = await self.tables.get(table_id)
+            yield lobby_pb2.TableUpdate(
+                kind=lobby_pb2.TABLE_UPDATE_KIND_SNAPSHOT, version=table.version,
+                at_ms=self._clock(), table=tables.for_viewer(table, player),
+            )
+            version = table.version
+            while True:
+                wake.clear()
+                updates = await asyncio.to_thread(
+                    self.tables.store.updates_after, table_id, version
                 )
-                version = table.version
-                while True:
-                    wake.clear()
-                    updates = await asyncio.to_thread(
-                        self.tables.store.updates_after, table_id, version
-                    )
-                    if updates:
-                        table = tables.for_viewer(await self.tables.get(table_id), player)
-                    for item in updates:
-                        item.table.CopyFrom(table)
-                        yield item
-                        version = item.version
-                    if not updates:
-                        with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(wake.wait(), WATCH_POLL_SECONDS)
-            finally:
-                self.tables.watchers.forget(table_id, wake)
-        except Exception as exc:
-            await self._fail(context, exc)
-
-    async def _fail(self, context: grpc.aio.ServicerContext, exc: Exception) -> NoReturn:
-        if isinstance(exc, TableNotFound):
-            exc = ServiceError(grpc.StatusCode.NOT_FOUND, "table_not_found", str(exc))
-        elif isinstance(exc, grpc.aio.AioRpcError):
-            exc = ServiceError(exc.code(), Reason.INTERNAL, f"game service: {exc.details()}")
-        elif not isinstance(exc, ServiceError):
-            _log.exception("internal_error")
-        await abort_with(context, exc)
+                if updates:
+                    table = tables.for_viewer(await self.tables.get(table_id), player)
+                for item in updates:
+                    item.table.CopyFrom(table)
+                    yield item
+                    version = item.version
+                if not updates:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(wake.wait(), WATCH_POLL_SECONDS)
+        finally:
+            self.tables.watchers.forget(table_id, wake)

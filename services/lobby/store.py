@@ -32,6 +32,7 @@ from sqlalchemy import (
     String,
     create_engine,
     event,
+    func,
     insert,
     select,
     update,
@@ -96,9 +97,19 @@ class UpdateRow(LobbyModel, table=True):
     at_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
 
 
+class FeedMarkRow(LobbyModel, table=True):
+    """How far a table's updates reached the tables' feed (the feed's outbox watermark)."""
+
+    __tablename__ = "lobby_feed_marks"
+
+    table_id: str = Field(sa_column=Column(String(64), primary_key=True))
+    published_version: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
 GUESTS = GuestRow.__table__  # type: ignore[attr-defined]
 TABLES = TableRow.__table__  # type: ignore[attr-defined]
 UPDATES = UpdateRow.__table__  # type: ignore[attr-defined]
+FEED_MARKS = FeedMarkRow.__table__  # type: ignore[attr-defined]
 
 
 class LobbyStoreError(Exception):
@@ -329,3 +340,64 @@ class LobbyStore:
                                   version=row.version, at_ms=row.at_ms)
             for row in rows
         ]
+
+    def unpublished(self, *, limit_tables: int = 100) -> list[list[lobby_pb2.TableUpdate]]:
+        """Recorded updates not yet on the tables' feed, one list per table version in
+        order, each update carrying its table as it stands now (invite code removed)."""
+        published = (
+            select(FEED_MARKS.c.published_version)
+            .where(FEED_MARKS.c.table_id == TABLES.c.table_id).scalar_subquery()
+        )
+        behind = (
+            select(TABLES.c.table_id, TABLES.c.body)
+            .where(TABLES.c.version > func.coalesce(published, 0))
+            .order_by(TABLES.c.table_id).limit(limit_tables)
+        )
+        with self._lock, self._engine.connect() as db:
+            tables = db.execute(behind).all()
+            marks: dict[str, int] = {
+                mark.table_id: mark.published_version for mark in db.execute(
+                    select(FEED_MARKS.c.table_id, FEED_MARKS.c.published_version)
+                    .where(FEED_MARKS.c.table_id.in_([row.table_id for row in tables]))
+                )
+            }
+            versions: list[list[lobby_pb2.TableUpdate]] = []
+            for row in tables:
+                table = _table(row.body)
+                table.invite_code = ""
+                rows = db.execute(
+                    select(UPDATES).where(UPDATES.c.table_id == row.table_id,
+                                          UPDATES.c.version > marks.get(row.table_id, 0))
+                    .order_by(UPDATES.c.version, UPDATES.c.ordinal)
+                ).all()
+                for update in rows:
+                    if not versions or versions[-1][0].version != update.version or (
+                        versions[-1][0].table.table_id != row.table_id
+                    ):
+                        versions.append([])
+                    versions[-1].append(lobby_pb2.TableUpdate(
+                        kind=update.kind, seat=update.seat, player_id=update.player_id,
+                        version=update.version, at_ms=update.at_ms, table=table))
+        return versions
+
+    def mark_published(self, table_id: str, version: int) -> None:
+        """Record that ``table_id``'s updates up to ``version`` are on the feed (never
+        moving the mark back: two lobby replicas may publish the same versions)."""
+        for _ in range(2):
+            try:
+                with self._transaction() as db:
+                    moved = db.execute(
+                        update(FEED_MARKS)
+                        .where(FEED_MARKS.c.table_id == table_id,
+                               FEED_MARKS.c.published_version < version)
+                        .values(published_version=version)
+                    )
+                    if moved.rowcount or db.execute(
+                        select(FEED_MARKS.c.table_id).where(FEED_MARKS.c.table_id == table_id)
+                    ).first() is not None:
+                        return
+                    db.execute(insert(FEED_MARKS).values(table_id=table_id,
+                                                         published_version=version))
+                    return
+            except IntegrityError:
+                continue  # another replica inserted the mark first: move it forward

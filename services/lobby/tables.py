@@ -13,25 +13,28 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import grpc
+from google.protobuf.message import Message
 
-from dast.v1 import common_pb2, hand_pb2, hokm_pb2, lobby_pb2
+from dast.v1 import lobby_pb2
+from engine.core.errors import RuleViolation
+from engine.core.payload import put, take
+from engine.core.protocol import Game
+from engine.registry import DEFAULT_GAME_TYPE, GAMES
+from services.lobby.reasons import LobbyReason
 from services.platform.errors import ServiceError
 
 TARGET_SCORES: Final = frozenset({0, 3, 5, 7, 10})
-"""rules/hokm.md "What the app adds": 3 / 5 / 7 / 10 (0: the rules' default)."""
+"""docs/rules/hokm.md "What the app adds": 3 / 5 / 7 / 10 (0: the rules' default)."""
 TURN_SECONDS: Final = frozenset({0, 15, 30, 45, 60})
-"""rules/hokm.md "What the app adds": 15 / 30 / 45 / 60 (0: untimed)."""
+"""docs/rules/hokm.md "What the app adds": 15 / 30 / 45 / 60 (0: untimed)."""
+QUICK_MATCH_TURN_SECONDS: Final = 30
+"""A quick match's seconds per turn (strangers wait for nobody for long)."""
 BOT_LEVEL_NAMES: Final[dict[int, str]] = {
     lobby_pb2.BOT_LEVEL_UNSPECIFIED: "basic",
     lobby_pb2.BOT_LEVEL_RANDOM: "random",
     lobby_pb2.BOT_LEVEL_GREEDY: "greedy",
     lobby_pb2.BOT_LEVEL_BASIC: "basic",
-}
-_HOKM_SEATS: Final = {
-    hokm_pb2.HOKM_VARIANT_UNSPECIFIED: 4,
-    hokm_pb2.HOKM_VARIANT_FOUR_PLAYERS: 4,
-    hokm_pb2.HOKM_VARIANT_THREE_PLAYERS: 3,
-    hokm_pb2.HOKM_VARIANT_TWO_PLAYERS: 2,
+    lobby_pb2.BOT_LEVEL_EXPERT: "expert",
 }
 Kind = lobby_pb2.TableUpdateKind
 
@@ -40,11 +43,11 @@ class LobbyError(ServiceError):
     """A table change the lobby refuses (a gRPC status with a stable reason)."""
 
 
-def _refuse(code: grpc.StatusCode, reason: str, message: str) -> LobbyError:
+def _refuse(code: grpc.StatusCode, reason: LobbyReason, message: str) -> LobbyError:
     return LobbyError(code, reason, message)
 
 
-def _precondition(reason: str, message: str) -> LobbyError:
+def _precondition(reason: LobbyReason, message: str) -> LobbyError:
     return _refuse(grpc.StatusCode.FAILED_PRECONDITION, reason, message)
 
 
@@ -75,56 +78,88 @@ def bot_player_id(level: int, seat: int) -> str:
     return f"bot:{bot_level_name(level)}:{seat}"
 
 
+def game_of(game_type: int) -> Game:
+    """The game a table of ``game_type`` plays.
+
+    :raises LobbyError: INVALID_ARGUMENT for a game the engine does not serve.
+    """
+    game = GAMES.get(game_type)
+    if game is None:
+        raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, LobbyReason.UNKNOWN_GAME_TYPE,
+                      f"no game of type {game_type}")
+    return game
+
+
+def table_rules_message(settings: lobby_pb2.TableSettings) -> Message:
+    """The rules message the table's settings carry (the game's defaults when unset).
+
+    :raises LobbyError: INVALID_ARGUMENT for an unknown game or another game's rules.
+    """
+    game = game_of(settings.game_type)
+    try:
+        return take(settings, "rules", game.SCHEMA, game.SCHEMA.rules)
+    except RuleViolation as wrong:
+        raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, LobbyReason.INVALID_SETTINGS,
+                      f"rules for another game at a {game.NAME} table: {wrong.message}"
+                      ) from wrong
+
+
 def seat_count(settings: lobby_pb2.TableSettings) -> int:
-    """The variant's number of seats.
+    """The number of seats the settings ask for (the game module decides).
 
     :raises LobbyError: INVALID_ARGUMENT for an unknown game or a bad player count.
     """
-    if settings.game_type == common_pb2.GAME_TYPE_HOKM:
-        return _HOKM_SEATS.get(settings.hokm.variant, 4)
-    if settings.game_type == common_pb2.GAME_TYPE_HAND:
-        players = settings.hand.players if settings.hand.HasField("players") else 4
-        if players not in (2, 3, 4):
-            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "invalid_settings",
-                          f"Hand is for 2 to 4 players, not {players}")
-        return players
-    raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "unknown_game_type",
-                  f"no game of type {settings.game_type}")
+    game = game_of(settings.game_type)
+    try:
+        return game.seat_count(table_rules_message(settings))
+    except RuleViolation as refused:
+        raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, LobbyReason.INVALID_SETTINGS,
+                      refused.message) from refused
 
 
 def check_settings(settings: lobby_pb2.TableSettings) -> None:
-    """Refuse settings outside the table options of rules/hokm.md "What the app adds".
+    """Refuse settings outside the table options of docs/rules/hokm.md "What the app adds" (the
+    same for every game) or rules the game refuses.
 
     :raises LobbyError: INVALID_ARGUMENT naming the bad setting.
     """
     seat_count(settings)
-    chosen = settings.WhichOneof("rules")
-    game = "hokm" if settings.game_type == common_pb2.GAME_TYPE_HOKM else "hand"
-    if chosen not in (None, game):
-        raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "invalid_settings",
-                      f"{chosen} rules for a {game} table")
     if settings.target_score not in TARGET_SCORES:
-        raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "invalid_settings",
+        raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, LobbyReason.INVALID_SETTINGS,
                       f"target_score must be one of 3, 5, 7, 10, not {settings.target_score}")
     if settings.turn_seconds not in TURN_SECONDS:
-        raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "invalid_settings",
+        raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, LobbyReason.INVALID_SETTINGS,
                       f"turn_seconds must be one of 15, 30, 45, 60 (0 untimed), "
                       f"not {settings.turn_seconds}")
 
 
-def game_rules(settings: lobby_pb2.TableSettings) -> hokm_pb2.HokmRules | hand_pb2.HandRules:
-    """The rules options of the match: the table's rules with its score and timer applied."""
-    if settings.game_type == common_pb2.GAME_TYPE_HOKM:
-        hokm = hokm_pb2.HokmRules()
-        hokm.CopyFrom(settings.hokm)
-        if settings.target_score:
-            hokm.target_score = settings.target_score
-        hokm.turn_seconds = settings.turn_seconds
-        return hokm
-    hand = hand_pb2.HandRules()
-    hand.CopyFrom(settings.hand)
-    hand.turn_seconds = settings.turn_seconds
-    return hand
+def quick_match_settings(game_type: int, players: int) -> lobby_pb2.TableSettings:
+    """The settings of a quick-match table of ``game_type`` (unset: the default game) for
+    ``players`` (0: the game's default count), timed at 30 seconds a turn.
+
+    :raises LobbyError: INVALID_ARGUMENT for an unknown game or a count it does not have.
+    """
+    settings = lobby_pb2.TableSettings(game_type=game_type or DEFAULT_GAME_TYPE,  # type: ignore[arg-type]
+                                       turn_seconds=QUICK_MATCH_TURN_SECONDS)
+    game = game_of(settings.game_type)
+    try:
+        put(settings, game.SCHEMA, game.rules_for_players(players))
+    except RuleViolation as refused:
+        raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, LobbyReason.INVALID_SETTINGS,
+                      refused.message) from refused
+    return settings
+
+
+def game_rules(settings: lobby_pb2.TableSettings) -> Message:
+    """The rules of the match: the table's rules with its score and timer applied (by the
+    game module, which knows what they mean for it).
+
+    :raises LobbyError: INVALID_ARGUMENT for an unknown game or another game's rules.
+    """
+    return game_of(settings.game_type).table_rules(
+        table_rules_message(settings), target_score=settings.target_score,
+        turn_seconds=settings.turn_seconds,
+    )
 
 
 def new_table(
@@ -163,21 +198,21 @@ def _copy(table: lobby_pb2.Table) -> lobby_pb2.Table:
 
 def _require_waiting(table: lobby_pb2.Table) -> None:
     if table.status != lobby_pb2.TABLE_STATUS_WAITING:
-        raise _precondition("table_not_waiting", f"table {table.table_id} is not waiting")
+        raise _precondition(LobbyReason.TABLE_NOT_WAITING, f"table {table.table_id} is not waiting")
 
 
 def _empty_seat(table: lobby_pb2.Table, seat: int | None) -> int:
     if seat is not None:
         if seat >= len(table.seats):
-            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "invalid_request",
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, LobbyReason.INVALID_REQUEST,
                           f"table {table.table_id} has no seat {seat}")
         if table.seats[seat].player_id:
-            raise _precondition("seat_taken", f"seat {seat} of {table.table_id} is taken")
+            raise _precondition(LobbyReason.SEAT_TAKEN, f"seat {seat} of {table.table_id} is taken")
         return seat
     for candidate in table.seats:
         if not candidate.player_id:
             return candidate.seat
-    raise _precondition("table_full", f"table {table.table_id} is full")
+    raise _precondition(LobbyReason.TABLE_FULL, f"table {table.table_id} is full")
 
 
 def join(table: lobby_pb2.Table, player_id: str, name: str, seat: int | None) -> Change:
@@ -203,7 +238,8 @@ def choose_seat(table: lobby_pb2.Table, player_id: str, seat: int) -> Change:
     """
     own = seat_of(table, player_id)
     if own is None:
-        raise _precondition("not_seated", f"{player_id} is not at table {table.table_id}")
+        raise _precondition(LobbyReason.NOT_SEATED,
+                            f"{player_id} is not at table {table.table_id}")
     if own == seat:
         return Change(table)
     _require_waiting(table)
@@ -238,7 +274,7 @@ def _seat_bot(seat: lobby_pb2.Seat, level: int) -> None:
 
 def _require_host(table: lobby_pb2.Table, player_id: str) -> None:
     if table.host_id != player_id:
-        raise _refuse(grpc.StatusCode.PERMISSION_DENIED, "not_host",
+        raise _refuse(grpc.StatusCode.PERMISSION_DENIED, LobbyReason.NOT_HOST,
                       f"only the host of table {table.table_id} may do this")
 
 
@@ -249,13 +285,14 @@ def leave(table: lobby_pb2.Table, player_id: str) -> Change:
     """
     own = seat_of(table, player_id)
     if own is None:
-        raise _precondition("not_seated", f"{player_id} is not at table {table.table_id}")
+        raise _precondition(LobbyReason.NOT_SEATED,
+                            f"{player_id} is not at table {table.table_id}")
     if table.seats[own].left:
         return Change(table)
     changed = _copy(table)
     updates = [Update(Kind.TABLE_UPDATE_KIND_PLAYER_LEFT, own, player_id)]
     if table.status == lobby_pb2.TABLE_STATUS_PLAYING:
-        # rules/hokm.md "What the app adds": a bot plays so the partner is not left alone;
+        # docs/rules/hokm.md "What the app adds": a bot plays so the partner is not left alone;
         # the player may come back (JoinTable, or subscribing to the game again).
         changed.seats[own].left = True
         if not changed.seats[own].taken_over_by_bot:
@@ -303,9 +340,11 @@ def rematch(table: lobby_pb2.Table, player_id: str, game_id: str) -> Change:
     """
     own = seat_of(table, player_id)
     if own is None or table.seats[own].left:
-        raise _precondition("not_seated", f"{player_id} is not at table {table.table_id}")
+        raise _precondition(LobbyReason.NOT_SEATED,
+                            f"{player_id} is not at table {table.table_id}")
     if table.status != lobby_pb2.TABLE_STATUS_FINISHED:
-        raise _precondition("game_not_over", f"table {table.table_id} has no finished match")
+        raise _precondition(LobbyReason.GAME_NOT_OVER,
+                            f"table {table.table_id} has no finished match")
     changed = _copy(table)
     updates = []
     for seat in changed.seats:
@@ -349,7 +388,7 @@ def take_over(table: lobby_pb2.Table, seats: Iterable[int]) -> Change:
 
 def give_back(table: lobby_pb2.Table, player_id: str) -> Change:
     """``player_id`` is back (subscribed again, or joined again after leaving): the bot
-    hands their seat back (rules/hokm.md "What the app adds")."""
+    hands their seat back (docs/rules/hokm.md "What the app adds")."""
     changed = _copy(table)
     updates = []
     if table.status != lobby_pb2.TABLE_STATUS_PLAYING:

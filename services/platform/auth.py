@@ -8,10 +8,12 @@ A token (HS256, secret from ``DAST_JWT_SECRET``) names one player (``sub``) and 
 - ``admin``: everything a service may do, plus exporting unfinished logs and choosing the
   server seed of a match (tests, incident replays).
 
-The interceptor rejects calls without a valid token (UNAUTHENTICATED) except the
-health and reflection services and the lobby's guest sign-in (which hands out tokens), and
-makes the caller's :class:`Identity` available to the handler through
-:func:`current_identity`.
+The interceptor rejects calls without a valid token (UNAUTHENTICATED, with an ``ErrorInfo``
+reason ``unauthenticated``, ``token_expired`` or ``token_invalid``) except the health and
+reflection services and the lobby's guest sign-in (which hands out tokens), and makes the
+caller's :class:`Identity` available to the handler through :func:`current_identity`.
+Authentication comes before anything else looks at the request: a call without a valid
+token learns nothing else (not even whether its request parses).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from typing import Any, Final
 
 import grpc
 import jwt
+
+from services.platform.errors import Reason, rich_status
 
 _ALGORITHM: Final = "HS256"
 _ISSUER: Final = "dast"
@@ -55,7 +59,16 @@ class Identity:
 
 
 class AuthError(Exception):
-    """A token that is missing, malformed, expired or badly signed."""
+    """A token that is missing, malformed, expired or badly signed.
+
+    :param message: for people (never the token nor a library's error text).
+    :param reason: the stable ``ErrorInfo`` reason of the UNAUTHENTICATED answer.
+    """
+
+    def __init__(self, message: str, reason: Reason = Reason.TOKEN_INVALID) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason
 
 
 def mint_token(
@@ -88,15 +101,18 @@ def _verify(secret: str, token: str) -> tuple[Identity, int]:
             token, secret, algorithms=[_ALGORITHM], issuer=_ISSUER,
             options={"require": ["sub", "exp", "iss"]},
         )
+    except jwt.ExpiredSignatureError as exc:
+        raise AuthError("the bearer token has expired; sign in again",
+                        Reason.TOKEN_EXPIRED) from exc
     except jwt.PyJWTError as exc:
-        raise AuthError(f"invalid token: {exc}") from exc
+        raise AuthError("the bearer token is not a valid dast token") from exc
     player_id = claims.get("sub")
     if not isinstance(player_id, str) or not player_id:
-        raise AuthError("token names no player")
+        raise AuthError("the bearer token names no player")
     try:
         role = Role(claims.get("role", Role.PLAYER))
     except ValueError as exc:
-        raise AuthError(f"unknown role {claims.get('role')!r}") from exc
+        raise AuthError("the bearer token names an unknown role") from exc
     return Identity(player_id, role), int(claims["exp"])
 
 
@@ -128,7 +144,7 @@ def bearer_of(metadata: Any) -> str | None:
     """The token of an ``authorization: Bearer <token>`` metadata entry, if any."""
     for key, value in metadata or ():
         if key == "authorization":
-            text = value.decode() if isinstance(value, bytes) else str(value)
+            text = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
             scheme, _, token = text.partition(" ")
             if scheme.lower() == "bearer" and token.strip():
                 return token.strip()
@@ -151,14 +167,16 @@ def current_identity() -> Identity:
     return identity
 
 
-def _denied(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
-    """``handler`` with its behaviour replaced by an UNAUTHENTICATED abort."""
+def denied(handler: grpc.RpcMethodHandler, error: AuthError) -> grpc.RpcMethodHandler:
+    """``handler`` with its behaviour replaced by an UNAUTHENTICATED abort carrying
+    ``ErrorInfo(reason=error.reason)`` (the request, parsed or not, is never looked at)."""
+    status = rich_status(grpc.StatusCode.UNAUTHENTICATED, error.reason, error.message)
 
     async def deny(request: Any, context: grpc.aio.ServicerContext) -> Any:
-        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+        await context.abort_with_status(status)
 
     async def deny_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+        await context.abort_with_status(status)
         yield  # pragma: no cover - makes this an async generator
 
     if handler.unary_stream is not None:
@@ -214,34 +232,34 @@ class WrappedHandlers:
         return wrapped
 
 
+def with_identity(
+    handler: grpc.RpcMethodHandler, identity: Identity
+) -> grpc.RpcMethodHandler:
+    """``handler`` running with ``identity`` as :func:`current_identity`."""
+    if handler.unary_unary is not None:
+        return handler._replace(unary_unary=_wrap_unary(handler.unary_unary, identity))
+    if handler.unary_stream is not None:
+        return handler._replace(unary_stream=_wrap_stream(handler.unary_stream, identity))
+    return handler
+
+
 class TokenCheck:
-    """Puts every call's handler behind its bearer token and exposes the caller's identity
-    (one stage of :class:`services.platform.server.DastInterceptor`)."""
+    """Finds the caller of every call from its bearer token (one stage of
+    :class:`services.platform.server.DastInterceptor`, which then runs the handler
+    :func:`with_identity`, or :func:`denied`)."""
 
     def __init__(self, secret: str) -> None:
         self._tokens = TokenCache(secret)
-        self._handlers = WrappedHandlers()
 
-    def resolve(
-        self, handler: grpc.RpcMethodHandler | None, details: grpc.HandlerCallDetails
-    ) -> grpc.RpcMethodHandler | None:
-        """The handler to run for this call: ``handler`` behind the token check."""
-        if handler is None or details.method.startswith(_OPEN_PREFIXES):
-            return handler
+    def identify(self, details: grpc.HandlerCallDetails) -> Identity | None:
+        """The caller of this call; None for the open methods (health, reflection, sign-in).
+
+        :raises AuthError: without a valid bearer token.
+        """
+        if details.method.startswith(_OPEN_PREFIXES):
+            return None
         token = bearer_of(details.invocation_metadata)
         if token is None:
-            return _denied(handler, "missing bearer token in 'authorization' metadata")
-        try:
-            identity = self._tokens.identity(token)
-        except AuthError as exc:
-            return _denied(handler, str(exc))
-        wrapped = self._handlers.get(handler, identity)
-        if wrapped is not None:
-            return wrapped
-        if handler.unary_unary is not None:
-            wrapped = handler._replace(unary_unary=_wrap_unary(handler.unary_unary, identity))
-        elif handler.unary_stream is not None:
-            wrapped = handler._replace(unary_stream=_wrap_stream(handler.unary_stream, identity))
-        else:
-            return handler
-        return self._handlers.put(handler, identity, wrapped)
+            raise AuthError("missing bearer token in 'authorization' metadata",
+                            Reason.UNAUTHENTICATED)
+        return self._tokens.identity(token)

@@ -1,6 +1,6 @@
 """The event bus: appended events fan out to live streams and to consumers.
 
-DESIGN.md "Event store and bus". Two implementations share one contract:
+docs/architecture.md "Event store and bus". Two implementations share one contract:
 :class:`InProcessBus` (asyncio queues in one process, the embedded default) and
 :class:`services.platform.bus_nats.NatsBus` (NATS JetStream, for several processes);
 :func:`open_bus` picks one. Events reach the bus through the relay
@@ -20,6 +20,9 @@ Delivery guarantees:
   a consumer that dies mid-event gets it again (with NATS, after the ack wait). Consumers must
   be idempotent: a projection stores the last ``(game_id, seq)`` it applied.
 - Publishing the same ``(game_id, seq)`` twice within the dedup window delivers it once.
+  Beyond the window only the publisher can avoid a repeat: a bus that keeps what it was
+  sent (:class:`RemembersPublished`, the NATS stream) tells the relay how far each game
+  got, and the relay publishes only what comes after.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from dast.v1 import common_pb2, log_pb2
+from dast.v1 import log_pb2
+from engine.registry import GAMES
 
 LogEntry = log_pb2.LogEntry
 
@@ -48,18 +52,22 @@ class Published:
     """One event of one game as consumers of :meth:`Bus.all_events` receive it."""
 
     game_type: str
-    """The game's name: ``"hokm"`` or ``"hand"``."""
+    """The game's name (``engine.registry.GAMES_BY_NAME``)."""
     game_id: str
     entry: LogEntry
     """The stored entry (event and chain hash). Shared between consumers: do not mutate it."""
 
 
 def game_type_name(game_type: int) -> str:
-    """The bus name of a ``dast.v1.GameType`` value: ``GAME_TYPE_HOKM`` → ``"hokm"``.
+    """The bus name of a ``dast.v1.GameType`` value: the served game's name
+    (``GAME_TYPE_HOKM`` → ``"hokm"``; a game registered at run time has its own).
 
-    :raises ValueError: for a value outside the enum.
+    :raises ValueError: for a value no served game has.
     """
-    return common_pb2.GameType.Name(game_type).removeprefix("GAME_TYPE_").lower()  # type: ignore[arg-type]
+    game = GAMES.get(game_type)
+    if game is None:
+        raise ValueError(f"no game of type {game_type}")
+    return game.NAME
 
 
 def message_id(game_id: str, seq: int) -> str:
@@ -177,6 +185,41 @@ class Bus(Protocol):
         ...
 
 
+@runtime_checkable
+class RemembersPublished(Protocol):
+    """A bus that keeps what it was sent and can say how far a game's events got (NATS).
+
+    The in-process bus has no such memory and needs none: its events cannot outlive the
+    process that publishes them.
+    """
+
+    async def last_published_seq(self, game_type: str, game_id: str) -> int:
+        """The seq of the last event of the game that the bus holds (0: none).
+
+        :raises ValueError: if ``game_type`` or ``game_id`` cannot be a subject token.
+        :raises Exception: whatever the transport raises when it is down.
+        """
+        ...
+
+
+@runtime_checkable
+class KnowsLastEvents(Protocol):
+    """A bus that can hand over the last event of every game it carried.
+
+    Consumers whose work lives in memory (pending turn deadlines, games waiting for a bot)
+    rebuild it from these when they start, without reading any service's tables: NATS keeps
+    the last message of each game's subject; the in-process bus asks the event store of its
+    own process (the composition root gives it ``history``).
+    """
+
+    async def last_events(self) -> list[Published]:
+        """The last event of every game, finished or not, in no particular order.
+
+        :raises Exception: whatever the transport raises when it is down.
+        """
+        ...
+
+
 class _Deduplicator:
     """Remembers message ids for a window, like JetStream's duplicate window."""
 
@@ -204,8 +247,14 @@ class InProcessBus:
     what is published after the call.
     """
 
-    def __init__(self, *, dedup_window_seconds: float = DEDUP_WINDOW_SECONDS) -> None:
+    def __init__(
+        self, *, dedup_window_seconds: float = DEDUP_WINDOW_SECONDS,
+        history: Callable[[], Awaitable[list[Published]]] | None = None,
+    ) -> None:
         self._dedup = _Deduplicator(dedup_window_seconds)
+        self._history = history
+        """Where :meth:`last_events` comes from: the event store of this process, since
+        the queues keep nothing once delivered (and nothing across a restart)."""
         self._live: dict[str, weakref.WeakSet[LiveStream]] = {}
         self._groups: dict[str, asyncio.Queue[Published | None]] = {}
         self._ephemeral: weakref.WeakSet[asyncio.Queue[Published | None]] = weakref.WeakSet()
@@ -245,6 +294,10 @@ class InProcessBus:
                 published = Published(game_type, game_id, entry)
                 for queue in queues:
                     queue.put_nowait(published)
+
+    async def last_events(self) -> list[Published]:
+        """See :class:`KnowsLastEvents` (none without a ``history``)."""
+        return await self._history() if self._history is not None else []
 
     def live(self, game_id: str) -> LiveStream:
         """See :meth:`Bus.live` (subscribed on return)."""

@@ -3,9 +3,11 @@
 One stream (``DAST_EVENTS`` by default) holds subjects ``<prefix>.<game_type>.<game_id>``
 (``dast.events.hokm.<id>``); every message is a serialized ``dast.v1.LogEntry`` with header
 ``Nats-Msg-Id: <game_id>:<seq>``, so a relay that resends within the stream's duplicate window
-(2 minutes here) creates no duplicate.
+(2 minutes here) creates no duplicate. Past the window, the relay asks
+:meth:`NatsBus.last_published_seq` (the last message on the game's subject) what the stream
+already holds, and publishes only what follows.
 
-Known traps (DESIGN.md) and how this module meets them:
+Known traps (docs/architecture.md) and how this module meets them:
 
 - Expected-last-subject-sequence is a *stream* sequence, not a game's seq, and a wrong one
   fails with err_code 10071 or 10164. We do not use it: the store's primary key already
@@ -16,6 +18,10 @@ Known traps (DESIGN.md) and how this module meets them:
   tail matters.
 - A nats-py pull subscription can be dead after a server restart (consumer gone, or its
   inbox subscription stale): :meth:`NatsBus.all_events` re-creates it after errors.
+- Asking for the last message of a subject that has none (or of a stream not created yet)
+  fails with a 404 ``NotFoundError`` rather than returning nothing; while NATS is down it
+  fails with a timeout, a closed connection or a 503 ``ServiceUnavailableError`` (an
+  ``APIError`` too, so only ``NotFoundError`` may mean "nothing there").
 - Live streams use plain core subscriptions on ``<prefix>.*.<game_id>``: they see every
   publish, including a resend that the stream deduplicates, so :class:`LiveStream` drops
   repeats by seq.
@@ -49,6 +55,7 @@ from services.platform.bus import (
     message_id,
     raise_if_cancelling,
 )
+from services.platform.config import masked_url
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +124,7 @@ class NatsBus:
     @property
     def _jetstream(self) -> JetStreamContext:
         if self._js is None:
-            raise BusUnavailable(f"not connected to NATS at {self.url}")
+            raise BusUnavailable(f"not connected to NATS at {masked_url(self.url)}")
         return self._js
 
     @property
@@ -128,7 +135,8 @@ class NatsBus:
     async def start(self) -> None:
         """Connect and create the stream if missing; if NATS is down, keep trying in the background.
 
-        Waits up to ``connect_wait_seconds``. Games go on meanwhile (DESIGN.md): until the first
+        Waits up to ``connect_wait_seconds``. Games go on meanwhile (docs/architecture.md "Event
+        store and bus"): until the first
         connection, :meth:`publish` and :meth:`LiveStream.ensure_subscribed` raise
         :class:`BusUnavailable`, and consumers wait.
 
@@ -139,7 +147,9 @@ class NatsBus:
         if done:
             self._connector.result()
         else:
-            log.warning("NATS at %s is unreachable; connecting in the background", self.url)
+            log.warning(
+                "NATS at %s is unreachable; connecting in the background", masked_url(self.url)
+            )
 
     async def _connect(self) -> None:
         # max_reconnect_attempts=-1 makes nats-py retry the first connection forever too.
@@ -221,6 +231,47 @@ class NatsBus:
                 await self.ensure_stream()
                 await self._jetstream.publish(subject, payload, headers=headers)
 
+    async def last_published_seq(self, game_type: str, game_id: str) -> int:
+        """See :meth:`~services.platform.bus.RemembersPublished.last_published_seq`: the seq
+        of the last message on the game's subject (0 when there is none). Relays publish a
+        game's events in seq order, one relay at a time, so the last message holds the
+        highest seq.
+
+        :raises nats.errors.Error: when the server is unreachable or does not answer in time.
+        """
+        subject = self.subject(game_type, game_id)
+        try:
+            last = await self._jetstream.get_last_msg(self.stream, subject)
+        except nats.js.errors.NotFoundError:
+            return 0  # nothing on the subject yet, or no stream yet (a fresh server)
+        if not last.data:
+            raise ValueError(f"the last message on {subject} carries no log entry")
+        return int(LogEntry.FromString(last.data).event.seq)
+
+    async def last_events(self) -> list[Published]:
+        """The last message on every game's subject (see
+        :class:`~services.platform.bus.KnowsLastEvents`): an ephemeral consumer delivering the
+        last message per subject, read until it has nothing pending.
+
+        :raises BusUnavailable: while NATS was never reached.
+        """
+        config = ConsumerConfig(ack_policy=AckPolicy.NONE,
+                                deliver_policy=DeliverPolicy.LAST_PER_SUBJECT)
+        subscription = await self._jetstream.pull_subscribe(
+            f"{self.subject_prefix}.>", stream=self.stream, config=config
+        )
+        found: list[Published] = []
+        try:
+            pending = (await subscription.consumer_info()).num_pending or 0
+            while pending > 0:
+                msgs = await subscription.fetch(min(pending, 256), timeout=self._timeout)
+                found.extend(self._published(msg) for msg in msgs)
+                pending = msgs[-1].metadata.num_pending if msgs else 0
+        finally:
+            with contextlib.suppress(Exception):
+                await subscription.unsubscribe()
+        return found
+
     def live(self, game_id: str) -> LiveStream:
         """See :meth:`Bus.live`; one core subscription per game serves all local streams."""
         check_token("game id", game_id)
@@ -235,7 +286,7 @@ class NatsBus:
 
         async def subscribed() -> None:
             if game.subscribing is None or self._nc is None:
-                raise BusUnavailable(f"not connected to NATS at {self.url}")
+                raise BusUnavailable(f"not connected to NATS at {masked_url(self.url)}")
             await game.subscribing
             await self._nc.flush(timeout=max(1, round(self._timeout)))
 
@@ -251,7 +302,7 @@ class NatsBus:
 
     async def _subscribe(self, game_id: str) -> Subscription:
         if self._nc is None:
-            raise BusUnavailable(f"not connected to NATS at {self.url}")
+            raise BusUnavailable(f"not connected to NATS at {masked_url(self.url)}")
 
         async def deliver(msg: Msg) -> None:
             game = self._live.get(game_id)

@@ -1,20 +1,66 @@
 """Settings of every dast process, read from ``DAST_*`` environment variables.
 
 With no environment at all the defaults give the embedded backend: a SQLite file under
-``DAST_DATA_DIR``, the in-process bus, one gRPC port on loopback, and a development JWT
-secret (logged as a warning: production must set ``DAST_JWT_SECRET``).
+``DAST_DATA_DIR``, the in-process bus, one gRPC port on loopback, a development JWT secret
+(the start-up banner says so) and a log-signing key made under the data dir. As soon as a
+database URL or a NATS URL is set the process is part of a deployment, and
+:meth:`Settings.check_secrets` refuses to serve without a real ``DAST_JWT_SECRET`` and a
+``DAST_SIGNING_KEY``. A JWT secret shorter than 32 bytes is refused in every mode. URLs
+shown in banners and logs go through :func:`masked_url`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Final
+from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from services.platform.limits import CallerLimits
 
 DEV_JWT_SECRET: Final = "dast-dev-secret-change-me-in-production-0123456789"
 """The secret used when ``DAST_JWT_SECRET`` is unset; fine on a laptop, never in production."""
+MIN_JWT_SECRET_BYTES: Final = 32
+MAKE_SECRET_HINT: Final = (
+    'make one with: python -c "import secrets; print(secrets.token_urlsafe(48))"'
+)
+MAKE_SIGNING_KEY_HINT: Final = (
+    'make one with: python -c "import base64, os; print(base64.b64encode(os.urandom(32)).decode())"'
+)
+
+
+class ConfigError(ValueError):
+    """Raised when the settings are unsafe to serve with; the message says how to fix them."""
+
+
+def masked_url(url: str) -> str:
+    """``url`` with its password (or a NATS token) replaced by ``***``; a comma-separated
+    list of NATS servers is masked server by server.
+
+    >>> masked_url("postgresql+psycopg://dast:s3cret@db:5432/dast")
+    'postgresql+psycopg://dast:***@db:5432/dast'
+    >>> masked_url("nats://tok3n@a:4222,nats://u:p@b:4222")
+    'nats://***@a:4222,nats://u:***@b:4222'
+    """
+    if "," in url:
+        return ",".join(masked_url(part) for part in url.split(","))
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return "<unparsable URL>"
+    if user is None and password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    if password is not None:
+        userinfo = f"{user}:***"
+    elif parts.scheme.startswith(("nats", "tls", "ws")):
+        userinfo = "***"  # nats://TOKEN@host: the user part is the secret
+    else:
+        return url
+    return urlunsplit(parts._replace(netloc=f"{userinfo}@{host}"))
 
 
 class Settings(BaseSettings):
@@ -28,7 +74,24 @@ class Settings(BaseSettings):
     """SQLAlchemy URL of the event store; None: SQLite under ``data_dir``."""
     nats_url: str | None = None
     """NATS server URL; None: the in-process bus (one process only)."""
+    nats_stream: str = "DAST_EVENTS"
+    """The JetStream stream of the games' events (several deployments on one NATS server
+    each use their own)."""
+    nats_subject_prefix: str = "dast.events"
+    """The subjects of that stream: ``<prefix>.<game_type>.<game_id>``."""
+    nats_tables_stream: str = "DAST_TABLES"
+    """The JetStream stream of the lobby's table updates (services/platform/table_feed.py)."""
+    nats_tables_prefix: str = "dast.tables"
+    """Its subjects: ``<prefix>.<table_id>``."""
+    game_target: str | None = None
+    """Where a process without the game service reaches it (the lobby, the bots): a gRPC
+    target such as ``127.0.0.1:50051`` or, for several replicas balanced by the client,
+    ``ipv4:127.0.0.1:50061,127.0.0.1:50062``. None: the game service of this process."""
     jwt_secret: str = DEV_JWT_SECRET
+    """HS256 secret of bearer tokens: at least 32 bytes; required outside the embedded mode."""
+    signing_key: str | None = None
+    """Ed25519 key sealing finished logs: base64 of its 32-byte seed, or a PEM file's path
+    (:mod:`services.platform.keys`); None: made under ``data_dir`` (embedded mode only)."""
     data_dir: Path = Path(".dast")
     metrics_port: int = 0
     """Port of the Prometheus HTTP endpoint; 0: no endpoint."""
@@ -42,6 +105,17 @@ class Settings(BaseSettings):
     token_ttl_seconds: int = 24 * 3600
     presence_grace_seconds: float = 15.0
     """How long a player's game stream may be gone before a bot takes the seat."""
+    limit_streams_per_player: int = Field(default=32, ge=1)
+    """Open game and table streams one player may hold on one process (limits.py)."""
+    limit_calls_per_second: float = Field(default=50.0, gt=0)
+    """Calls per second one player may make to one method, sustained..."""
+    limit_call_burst: int = Field(default=100, ge=1)
+    """...and at once (a token bucket)."""
+    limit_service_calls_per_second: float = Field(default=10_000.0, gt=0)
+    """The same for one service or admin token (bots act for every bot seat)."""
+    limit_service_call_burst: int = Field(default=20_000, ge=1)
+    limit_sign_ins_per_minute_per_device: int = Field(default=10, ge=1)
+    limit_sign_ins_per_minute_per_address: int = Field(default=60, ge=1)
 
     def store_url(self) -> str:
         """The event store URL, defaulting to a SQLite file under the data dir."""
@@ -49,6 +123,73 @@ class Settings(BaseSettings):
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'dast.db').resolve()}"
 
+    def caller_limits(self) -> CallerLimits:
+        """The per-caller limits of the gRPC server (the ``DAST_LIMIT_*`` settings)."""
+        return CallerLimits(
+            streams_per_player=self.limit_streams_per_player,
+            calls_per_second=self.limit_calls_per_second,
+            call_burst=self.limit_call_burst,
+            service_calls_per_second=self.limit_service_calls_per_second,
+            service_call_burst=self.limit_service_call_burst,
+            sign_ins_per_minute_per_device=self.limit_sign_ins_per_minute_per_device,
+            sign_ins_per_minute_per_address=self.limit_sign_ins_per_minute_per_address,
+        )
+
     def uses_dev_secret(self) -> bool:
         """Whether the JWT secret is the public development one."""
         return self.jwt_secret == DEV_JWT_SECRET
+
+    def is_embedded(self) -> bool:
+        """Whether this is the single-process embedded backend (no database or NATS URL)."""
+        return not self.database_url and not self.nats_url
+
+    @field_validator("jwt_secret")
+    @classmethod
+    def _jwt_secret_long_enough(cls, value: str) -> str:
+        size = len(value.encode("utf-8"))
+        if size < MIN_JWT_SECRET_BYTES:
+            raise ValueError(
+                f"DAST_JWT_SECRET has {size} bytes; at least {MIN_JWT_SECRET_BYTES} are "
+                f"needed ({MAKE_SECRET_HINT})"
+            )
+        return value
+
+    def check_secrets(self) -> None:
+        """Refuse to serve a deployment on defaulted secrets.
+
+        :raises ConfigError: outside the embedded mode, when ``DAST_JWT_SECRET`` is unset (or
+            the public development secret) or ``DAST_SIGNING_KEY`` is unset.
+        """
+        if self.is_embedded():
+            return
+        problems = []
+        if self.uses_dev_secret():
+            problems.append(
+                "DAST_JWT_SECRET is unset: anyone could mint admin tokens with the public "
+                f"development secret; {MAKE_SECRET_HINT}"
+            )
+        if not self.signing_key:
+            problems.append(
+                "DAST_SIGNING_KEY is unset: every replica must seal logs with the same key; "
+                + MAKE_SIGNING_KEY_HINT
+            )
+        if problems:
+            raise ConfigError(
+                "refusing to start outside the embedded mode (a database or NATS URL is "
+                "set): " + "; ".join(problems)
+            )
+
+
+def load_settings(**overrides: object) -> Settings:
+    """The settings from the environment, with ``overrides`` on top.
+
+    :raises ConfigError: naming every invalid setting, without pydantic's noise.
+    """
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"
+            for item in error.errors()
+        )
+        raise ConfigError(f"invalid settings: {problems}") from None

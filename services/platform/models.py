@@ -3,11 +3,14 @@
 ``games`` holds one row per game: its type, the head of its log (``last_seq``,
 ``last_hash``) and the relay's outbox watermark (``relayed_seq``: every event with a
 greater seq still has to reach the bus; ``relay_lease_until_ms``: a replica's claim on
-relaying this game, so that one game's events leave in seq order from one relay at a time).
+relaying this game, so that one game's events leave in seq order from one relay at a time;
+0 once a claim ended cleanly, so any other past value marks a claim that ended unfinished).
 ``events`` is the log itself, keyed by ``(game_id, seq)``: that primary key is the
-optimistic-concurrency check. ``commands`` remembers which seqs a ``command_id`` produced so
-that a retried command appends nothing. The Alembic migration in
-``services/platform/migrations/versions`` creates the same tables; keep them in step.
+optimistic-concurrency check. ``commands`` remembers which seqs a sender's ``command_id``
+produced, keyed by ``(game_id, sender, command_id)``, so that a retried command appends
+nothing and nobody can take another sender's id. The Alembic migrations in
+``services/platform/migrations/versions`` create the same tables (SQLite files made before
+a migration are brought up to date by :mod:`services.platform.store_sql`); keep them in step.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from sqlmodel import Field, SQLModel
 
 GAME_ID_LENGTH = 64
 COMMAND_ID_LENGTH = 128
+SENDER_LENGTH = 160
+"""Longest ``commands.sender``; callers shorten longer names (e.g. to a digest)."""
 
 
 class GameRow(SQLModel, table=True):
@@ -58,11 +63,13 @@ class EventRow(SQLModel, table=True):
 
 
 class CommandRow(SQLModel, table=True):
-    """The seqs a command produced, so that a retry of the same ``command_id`` is a no-op."""
+    """The seqs a command produced, so that the same sender's retry of its ``command_id`` is
+    a no-op (rows written before senders were recorded have sender ``""``)."""
 
     __tablename__ = "commands"
 
     game_id: str = Field(sa_column=Column(String(GAME_ID_LENGTH), primary_key=True))
+    sender: str = Field(sa_column=Column(String(SENDER_LENGTH), primary_key=True))
     command_id: str = Field(sa_column=Column(String(COMMAND_ID_LENGTH), primary_key=True))
     first_seq: int = Field(sa_column=Column(BigInteger, nullable=False))
     last_seq: int = Field(sa_column=Column(BigInteger, nullable=False))

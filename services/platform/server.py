@@ -4,10 +4,22 @@ Keepalive options let mobile clients keep idle connections alive with pings (at 
 one every 10 s, with or without calls in flight) instead of being cut off with
 ``GOAWAY too_many_pings``. Requests larger than ``max_message_bytes`` are refused with
 RESOURCE_EXHAUSTED before any handler runs.
+
+Every call then passes the stages of :class:`DastInterceptor`, in this order:
+
+1. **authentication** (:class:`~services.platform.auth.TokenCheck`): no valid token,
+   UNAUTHENTICATED, and nothing else is looked at;
+2. **limits** (:class:`~services.platform.limits.CallerLimiter`): over the caller's
+   limits, RESOURCE_EXHAUSTED with RetryInfo;
+3. **the request guard** (:class:`RequestGuard`): bytes that do not parse, or a field no
+   service may receive (:func:`~services.platform.validation.request_problem`),
+   INVALID_ARGUMENT; and any exception escaping the handler becomes INTERNAL with a
+   correlation id (:func:`~services.platform.errors.abort_with`), never its text.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Final
 
@@ -16,7 +28,17 @@ from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from services.platform.auth import TokenCheck, WrappedHandlers
+from services.platform.auth import (
+    AuthError,
+    Identity,
+    TokenCheck,
+    WrappedHandlers,
+    denied,
+    with_identity,
+)
+from services.platform.errors import Reason, ServiceError, abort_with
+from services.platform.limits import CallerLimiter, CallerLimits
+from services.platform.validation import request_problem
 
 KEEPALIVE_OPTIONS: Final[tuple[tuple[str, int], ...]] = (
     ("grpc.keepalive_time_ms", 60_000),
@@ -27,6 +49,16 @@ KEEPALIVE_OPTIONS: Final[tuple[tuple[str, int], ...]] = (
     ("grpc.http2.max_pings_without_data", 0),
     ("grpc.http2.max_ping_strikes", 0),
 )
+PENDING_CALL_OPTIONS: Final[tuple[tuple[str, int], ...]] = (
+    ("grpc.server.max_pending_requests", 10_000),
+    ("grpc.server.max_pending_requests_hard_limit", 20_000),
+)
+"""How many calls may wait for the event loop to take them up. gRPC's defaults (1,000, and
+3,000 beyond which every new call is refused) cancel calls whenever the loop falls a second
+or two behind a burst of opens (thousands of players reconnecting after a restart): each
+cancelled open then comes back as a retry, so the queue is cheaper than the refusals."""
+_DAST_METHODS: Final = "/dast."
+"""Prefix of the dast API's methods (the open ones among them are rate limited per address)."""
 
 
 def server_options(max_message_bytes: int) -> list[tuple[str, int]]:
@@ -36,6 +68,7 @@ def server_options(max_message_bytes: int) -> list[tuple[str, int]]:
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", 16 * 1024 * 1024),
         ("grpc.so_reuseport", 0),
+        *PENDING_CALL_OPTIONS,
     ]
 
 
@@ -44,71 +77,142 @@ class _Malformed:
 
 
 _MALFORMED: Final = _Malformed()
+_PASSING: Final = (grpc.aio.AbortError, asyncio.CancelledError)
+"""Exceptions that end a call on purpose: an abort already carrying its status, a cancel."""
 
 
-class MalformedRequestCheck:
-    """Answers requests whose bytes do not parse with INVALID_ARGUMENT (not UNKNOWN)
-    (one stage of :class:`DastInterceptor`)."""
+async def _refuse_request(context: grpc.aio.ServicerContext, request: Any, method: str) -> None:
+    """Abort with INVALID_ARGUMENT if ``request`` did not parse or carries a bad field."""
+    if request is _MALFORMED:
+        await abort_with(context, ServiceError(
+            grpc.StatusCode.INVALID_ARGUMENT, Reason.MALFORMED_REQUEST,
+            f"{method}: request does not parse",
+        ))
+    problem = request_problem(request)
+    if problem is not None:
+        await abort_with(context, problem)
+
+
+class RequestGuard:
+    """Answers requests that do not parse or carry a field no service may receive with
+    INVALID_ARGUMENT (not UNKNOWN), and any exception escaping a handler with INTERNAL and
+    a correlation id (stage 3 of :class:`DastInterceptor`)."""
 
     def __init__(self) -> None:
         self._handlers = WrappedHandlers()
 
-    def resolve(
-        self, handler: grpc.RpcMethodHandler | None, details: grpc.HandlerCallDetails
-    ) -> grpc.RpcMethodHandler | None:
-        """The handler to run for this call: ``handler`` refusing unparsable requests."""
-        if handler is None or handler.request_deserializer is None:
-            return handler
-        wrapped = self._handlers.get(handler, details.method)
+    def resolve(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
+        """``handler`` behind the guard (built once per handler)."""
+        wrapped = self._handlers.get(handler, method)
         if wrapped is None:
-            refusing = _refusing_malformed(handler, details.method)
-            wrapped = self._handlers.put(handler, details.method, refusing)
+            wrapped = self._handlers.put(handler, method, _guarded(handler, method))
         return wrapped
 
 
-def _refusing_malformed(handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
-    """``handler`` answering unparsable requests with INVALID_ARGUMENT."""
+def _guarded(handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
     parse = handler.request_deserializer
 
     def deserialize(data: bytes) -> Any:
         try:
-            return parse(data)
+            return parse(data) if parse is not None else data
         except DecodeError:
             return _MALFORMED
-
-    async def refuse(context: grpc.aio.ServicerContext) -> None:
-        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{method}: request does not parse")
 
     if handler.unary_unary is not None:
         behavior = handler.unary_unary
 
         async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            if request is _MALFORMED:
-                await refuse(context)
-            return await behavior(request, context)
+            try:
+                await _refuse_request(context, request, method)
+                return await behavior(request, context)
+            except _PASSING:
+                raise
+            except Exception as exc:
+                await abort_with(context, exc, method=method)
 
         return handler._replace(request_deserializer=deserialize, unary_unary=unary)
     if handler.unary_stream is not None:
         stream_behavior = handler.unary_stream
 
         async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            if request is _MALFORMED:
-                await refuse(context)
-            async for response in stream_behavior(request, context):
-                yield response
+            try:
+                await _refuse_request(context, request, method)
+                async for response in stream_behavior(request, context):
+                    yield response
+            except _PASSING:
+                raise
+            except Exception as exc:
+                await abort_with(context, exc, method=method)
 
         return handler._replace(request_deserializer=deserialize, unary_stream=stream)
+    return handler  # client or bidirectional streaming: the dast API has none
+
+
+def _limited(
+    handler: grpc.RpcMethodHandler, method: str, identity: Identity, limiter: CallerLimiter
+) -> grpc.RpcMethodHandler:
+    """``handler`` admitting calls of ``identity`` within ``limiter``'s limits (stage 2)."""
+    if handler.unary_unary is not None:
+        behavior = handler.unary_unary
+
+        async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            try:
+                limiter.admit_call(identity, method)
+            except ServiceError as refused:
+                await abort_with(context, refused)
+            return await behavior(request, context)
+
+        return handler._replace(unary_unary=unary)
+    if handler.unary_stream is not None:
+        stream_behavior = handler.unary_stream
+
+        async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            counted = False
+            try:
+                limiter.admit_call(identity, method)
+                counted = limiter.open_stream(identity)
+            except ServiceError as refused:
+                await abort_with(context, refused)
+            try:
+                async for response in stream_behavior(request, context):
+                    yield response
+            finally:
+                if counted:
+                    limiter.close_stream(identity)
+
+        return handler._replace(unary_stream=stream)
     return handler
 
 
-class DastInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """The server's one interceptor: :class:`~services.platform.auth.TokenCheck` then
-    :class:`MalformedRequestCheck` (one interceptor, not two: grpc.aio runs every interceptor
-    of a chain as its own coroutine on every call)."""
+def _limited_open(
+    handler: grpc.RpcMethodHandler, limiter: CallerLimiter
+) -> grpc.RpcMethodHandler:
+    """An open (tokenless) dast method admitting calls per peer address and device id."""
+    behavior = handler.unary_unary
+    if behavior is None:
+        return handler
 
-    def __init__(self, jwt_secret: str) -> None:
+    async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        device = getattr(request, "device_id", None)
+        try:
+            limiter.admit_open_call(context.peer(), device if isinstance(device, str) else None)
+        except ServiceError as refused:
+            await abort_with(context, refused)
+        return await behavior(request, context)
+
+    return handler._replace(unary_unary=unary)
+
+
+class DastInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """The server's one interceptor, running the stages of this module's docstring (one
+    interceptor, not three: grpc.aio runs every interceptor of a chain as its own coroutine
+    on every call). The handler of a method and caller is built once and remembered."""
+
+    def __init__(self, jwt_secret: str, limits: CallerLimits | None = None) -> None:
         self._auth = TokenCheck(jwt_secret)
-        self._malformed = MalformedRequestCheck()
+        self.limiter = CallerLimiter(limits)
+        self._guard = RequestGuard()
+        self._admitted = WrappedHandlers()
 
     async def intercept_service(
         self,
@@ -116,18 +220,36 @@ class DastInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(details)
-        return self._malformed.resolve(self._auth.resolve(handler, details), details)
+        if handler is None:
+            return None
+        method: str = details.method
+        guarded = self._guard.resolve(handler, method)
+        try:
+            identity = self._auth.identify(details)
+        except AuthError as refused:
+            return denied(guarded, refused)
+        wrapped = self._admitted.get(guarded, identity)
+        if wrapped is not None:
+            return wrapped
+        if identity is None:
+            admitted = (_limited_open(guarded, self.limiter)
+                        if method.startswith(_DAST_METHODS) else guarded)
+        else:
+            admitted = with_identity(_limited(guarded, method, identity, self.limiter), identity)
+        return self._admitted.put(guarded, identity, admitted)
 
 
 def make_server(
     jwt_secret: str,
     *,
     max_message_bytes: int = 64 * 1024,
+    limits: CallerLimits | None = None,
     extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
 ) -> grpc.aio.Server:
-    """An asyncio gRPC server with authentication, not yet bound nor started."""
+    """An asyncio gRPC server with authentication, limits (``limits``, or the defaults of
+    :class:`CallerLimits`) and request checks, not yet bound nor started."""
     return grpc.aio.server(
-        interceptors=[DastInterceptor(jwt_secret), *extra_interceptors],
+        interceptors=[DastInterceptor(jwt_secret, limits), *extra_interceptors],
         options=server_options(max_message_bytes),
     )
 

@@ -1,10 +1,15 @@
 """The event store: every game's append-only log, keyed by ``(game_id, seq)``.
 
-DESIGN.md "Event store and bus". A command's events are appended in one transaction; the
+docs/architecture.md "Event store and bus". A command's events are appended in one transaction; the
 primary key ``(game_id, seq)`` is the optimistic-concurrency check; a ``command_id`` makes a
 retried command append nothing; every entry must continue the game's hash chain
 (:mod:`engine.core.chain`). The store also keeps the relay's outbox (:class:`OutboxStore`):
 which appended events still have to be published on the bus.
+
+A command id belongs to its ``sender`` (who sent the command, as the caller names it): the
+store remembers ``(game_id, sender, command_id)``, so a retry by the same sender is a
+duplicate while the same id from anyone else is a new command. Otherwise whoever guessed
+another caller's next id first could make that caller's command vanish as a "duplicate".
 
 Errors::
 
@@ -29,13 +34,14 @@ relay has nothing to re-read.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from dast.v1 import log_pb2
-from engine.core.chain import GENESIS_HASH, chain_hash
+from engine.core.chain import GENESIS_HASH, chain_hash, log_chain_key
+from services.platform.clock import wall_clock_ms as now_ms
 
 LogEntry = log_pb2.LogEntry
 
@@ -77,6 +83,10 @@ class Unrelayed:
     game_id: str
     game_type: int
     entries: list[LogEntry]
+    interrupted: bool = False
+    """True when the game's previous claim ended without recording how far it got: its relay
+    died (the lease ran out) or its publish failed midway (:meth:`OutboxStore.release` with
+    ``interrupted``). The bus may then already hold some of ``entries``."""
 
 
 @runtime_checkable
@@ -101,21 +111,25 @@ class EventStore(Protocol):
         entries: Sequence[LogEntry],
         *,
         command_id: str | None,
+        sender: str | None = None,
         relayed: bool = False,
     ) -> AppendResult:
         """Append one command's entries (``entries[0].event.seq == last_seq + 1``) atomically.
 
-        A ``command_id`` seen before returns the first result and appends nothing.
+        A ``command_id`` that ``sender`` used before in this game returns the first result and
+        appends nothing; ``command_id=None`` is never a duplicate.
         ``relayed``: the caller publishes the entries itself (see the module docstring).
 
+        :raises ValueError: if a ``command_id`` comes without its ``sender``.
         :raises GameNotFound: if the game does not exist.
         :raises ConcurrencyConflict: if another writer already took one of the seqs.
         :raises InvalidEntries: if the entries are empty, skip a seq or break the hash chain.
         """
         ...
 
-    def find_command(self, game_id: str, command_id: str) -> AppendResult | None:
-        """What ``command_id`` appended to the game (``duplicate=True``), or None if unseen.
+    def find_command(self, game_id: str, sender: str, command_id: str) -> AppendResult | None:
+        """What ``sender``'s ``command_id`` appended to the game (``duplicate=True``), or None
+        if that sender never used it there.
 
         :raises GameNotFound: if the game does not exist.
         """
@@ -164,6 +178,7 @@ class SubmitsWrites(Protocol):
         entries: Sequence[LogEntry],
         *,
         command_id: str | None,
+        sender: str | None = None,
         relayed: bool = False,
     ) -> AppendResult:
         """:meth:`EventStore.append`, returning once committed (same errors)."""
@@ -180,7 +195,8 @@ class OutboxStore(EventStore, Protocol):
         """Claim up to ``max_games`` games with unrelayed events (not claimed by anyone else).
 
         A claim lasts ``lease_ms`` unless :meth:`mark_relayed` or :meth:`release` ends it, so a
-        relay that dies holding a claim delays its games by at most the lease.
+        relay that dies holding a claim delays its games by at most the lease; the next claim
+        of such a game says so (:attr:`Unrelayed.interrupted`).
         """
         ...
 
@@ -192,24 +208,71 @@ class OutboxStore(EventStore, Protocol):
         """:meth:`mark_relayed` for several ``(game_id, seq)`` at once (one transaction)."""
         ...
 
-    def release(self, game_ids: Sequence[str]) -> None:
-        """End claims without relaying (publishing failed); others may claim them now."""
+    def release(self, game_ids: Sequence[str], *, interrupted: bool = False) -> None:
+        """End claims without relaying (publishing failed); others may claim them now.
+
+        ``interrupted``: some of the claimed events may have reached the bus (a publish failed
+        midway), so the next claim is :attr:`Unrelayed.interrupted`.
+        """
         ...
 
 
-def now_ms() -> int:
-    """The wall clock in milliseconds (services stamp time; the engine never reads it)."""
-    return time.time_ns() // 1_000_000
+def command_key(command_id: str | None, sender: str | None) -> tuple[str, str] | None:
+    """The key a command's result is remembered under: ``(sender, command_id)``, or None for
+    a command without id.
+
+    :raises ValueError: if a ``command_id`` comes without its ``sender``: an id nobody owns
+        is one that anybody could squat on.
+    """
+    if command_id is None:
+        return None
+    if not sender:
+        raise ValueError(f"command {command_id!r} names no sender")
+    return sender, command_id
+
+
+class ChainKeys:
+    """Each game's chain key (:func:`engine.core.chain.log_chain_key`), kept once known: it
+    follows from the game's first event, which never changes, so any replica may cache it."""
+
+    def __init__(self, max_games: int = 100_000) -> None:
+        self._keys: OrderedDict[str, bytes] = OrderedDict()
+        self._max_games = max_games
+        self._lock = threading.Lock()
+
+    def key_for(self, game_id: str, first_event: Callable[[], log_pb2.Event]) -> bytes:
+        """The game's chain key, reading its first event with ``first_event()`` when unknown."""
+        with self._lock:
+            key = self._keys.get(game_id)
+            if key is not None:
+                self._keys.move_to_end(game_id)
+                return key
+        key = log_chain_key(first_event())
+        with self._lock:
+            self._keys[game_id] = key
+            while len(self._keys) > self._max_games:
+                self._keys.popitem(last=False)
+        return key
 
 
 def check_continuation(
-    game_id: str, last_seq: int, last_hash: bytes, entries: Sequence[LogEntry]
+    game_id: str,
+    last_seq: int,
+    last_hash: bytes,
+    entries: Sequence[LogEntry],
+    key: bytes | None = None,
 ) -> None:
-    """Check that ``entries`` continue a log ending at ``last_seq`` with hash ``last_hash``.
+    """Check that ``entries`` continue a log ending at ``last_seq`` with hash ``last_hash``,
+    chained under the game's ``key`` (None: the entries start the log, and the key follows
+    from their first event).
 
     :raises ConcurrencyConflict: if the first seq is already taken (the caller's view is stale).
     :raises InvalidEntries: on a seq gap or a hash that does not chain.
     """
+    if key is None:
+        if last_seq != 0:
+            raise ValueError(f"game {game_id}: continuing seq {last_seq} needs the chain key")
+        key = log_chain_key(entries[0].event) if entries else b""
     prev_seq, prev_hash = last_seq, last_hash
     for index, entry in enumerate(entries):
         seq = entry.event.seq
@@ -219,7 +282,7 @@ def check_continuation(
             )
         if seq != prev_seq + 1:
             raise InvalidEntries(f"game {game_id}: seq {seq} does not follow {prev_seq}")
-        expected = chain_hash(prev_hash, entry.event)
+        expected = chain_hash(prev_hash, entry.event, key)
         if entry.hash != expected:
             raise InvalidEntries(f"game {game_id}: hash of seq {seq} does not chain")
         prev_seq, prev_hash = seq, expected
@@ -235,11 +298,17 @@ def copy_entries(entries: Sequence[LogEntry]) -> list[LogEntry]:
     return copies
 
 
+INTERRUPTED_LEASE_MS = 1
+"""A claim's lease ended by :meth:`OutboxStore.release` with ``interrupted``: long expired,
+and not 0 (the mark of a claim that ended cleanly), just as a dead relay's lease looks."""
+
+
 @dataclass
 class _MemoryGame:
     game_type: int
     entries: list[LogEntry] = field(default_factory=list)
-    commands: dict[str, tuple[int, int]] = field(default_factory=dict)
+    commands: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    """``(sender, command_id)`` → the first and last seq the command appended."""
     relayed_seq: int = 0
     lease_until_ms: int = 0
 
@@ -284,32 +353,36 @@ class MemoryEventStore:
         entries: Sequence[LogEntry],
         *,
         command_id: str | None,
+        sender: str | None = None,
         relayed: bool = False,
     ) -> AppendResult:
         """See :meth:`EventStore.append`."""
+        command = command_key(command_id, sender)
         with self._lock:
             game = self._game(game_id)
-            if command_id is not None and command_id in game.commands:
-                first, last = game.commands[command_id]
+            if command is not None and command in game.commands:
+                first, last = game.commands[command]
                 return AppendResult(copy_entries(game.entries[first - 1 : last]), duplicate=True)
             if not entries:
                 raise InvalidEntries(f"game {game_id}: a command must append at least one event")
-            check_continuation(game_id, game.last_seq, game.last_hash, entries)
+            key = log_chain_key(game.entries[0].event) if game.entries else None
+            check_continuation(game_id, game.last_seq, game.last_hash, entries, key)
             caught_up = game.relayed_seq >= game.last_seq
             game.entries.extend(copy_entries(entries))
             if relayed and caught_up:
                 game.relayed_seq = game.last_seq
-            if command_id is not None:
-                game.commands[command_id] = (entries[0].event.seq, entries[-1].event.seq)
+            if command is not None:
+                game.commands[command] = (entries[0].event.seq, entries[-1].event.seq)
             return AppendResult(copy_entries(entries), duplicate=False)
 
-    def find_command(self, game_id: str, command_id: str) -> AppendResult | None:
+    def find_command(self, game_id: str, sender: str, command_id: str) -> AppendResult | None:
         """See :meth:`EventStore.find_command`."""
         with self._lock:
             game = self._game(game_id)
-            if command_id not in game.commands:
+            seen = game.commands.get((sender, command_id))
+            if seen is None:
                 return None
-            first, last = game.commands[command_id]
+            first, last = seen
             return AppendResult(copy_entries(game.entries[first - 1 : last]), duplicate=True)
 
     def load(self, game_id: str, after_seq: int = 0) -> list[LogEntry]:
@@ -341,9 +414,12 @@ class MemoryEventStore:
                 game = self._games[game_id]
                 if game.relayed_seq >= game.last_seq or game.lease_until_ms > now:
                     continue
+                interrupted = game.lease_until_ms != 0
                 game.lease_until_ms = now + lease_ms
                 pending = game.entries[game.relayed_seq : game.relayed_seq + max_events]
-                claimed.append(Unrelayed(game_id, game.game_type, copy_entries(pending)))
+                claimed.append(
+                    Unrelayed(game_id, game.game_type, copy_entries(pending), interrupted)
+                )
                 if len(claimed) >= max_games:
                     break
         return claimed
@@ -360,11 +436,11 @@ class MemoryEventStore:
         for game_id, seq in marks:
             self.mark_relayed(game_id, seq)
 
-    def release(self, game_ids: Sequence[str]) -> None:
+    def release(self, game_ids: Sequence[str], *, interrupted: bool = False) -> None:
         """See :meth:`OutboxStore.release`."""
         with self._lock:
             for game_id in game_ids:
-                self._game(game_id).lease_until_ms = 0
+                self._game(game_id).lease_until_ms = INTERRUPTED_LEASE_MS if interrupted else 0
 
 
 def open_store(url: str | None) -> OutboxStore:

@@ -2,8 +2,10 @@
 
 Both use the tables of :mod:`services.platform.models`. PostgreSQL is migrated with Alembic
 (:func:`services.platform.migrations.upgrade_database`); SQLite gets the same tables from
-``SQLModel.metadata.create_all``. SQLite write transactions start with ``BEGIN IMMEDIATE`` so
-that two writers queue on the busy timeout instead of failing to upgrade a read lock.
+``SQLModel.metadata.create_all``, and a file made before a schema change is brought up to
+date by :func:`upgrade_sqlite` (the steps of the Alembic revisions, as SQLite allows).
+SQLite write transactions start with ``BEGIN IMMEDIATE`` so that two writers queue on the
+busy timeout instead of failing to upgrade a read lock.
 
 Writes (``create_game``, ``append``) go through a :class:`~services.platform.store_writer.
 GroupWriter`: one thread with its own DBAPI connection running pre-built SQL, which commits
@@ -36,14 +38,17 @@ from sqlalchemy.pool import StaticPool
 from sqlmodel import SQLModel
 
 from engine.core.chain import GENESIS_HASH
+from services.platform.clock import wall_clock_ms as now_ms
 from services.platform.models import CommandRow, EventRow, GameRow
 from services.platform.store import (
+    INTERRUPTED_LEASE_MS,
     AppendResult,
+    ChainKeys,
     GameNotFound,
     LogEntry,
     Unrelayed,
     check_continuation,
-    now_ms,
+    command_key,
 )
 from services.platform.store_sql_writes import Statements, append_write, create_write, entry_of
 from services.platform.store_writer import Cursor, GroupWriter
@@ -56,15 +61,18 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 # One statement both picks and leases games, skipping rows another relay has locked, so that
 # concurrent replicas split the backlog instead of publishing the same events twice.
+# RETURNING shows the new lease: the previous one (was that claim interrupted?) comes from
+# the locking subquery.
 _CLAIM_POSTGRES = text(
     """
     UPDATE games SET relay_lease_until_ms = :until
-    WHERE game_id IN (
-        SELECT game_id FROM games
+    FROM (
+        SELECT game_id AS claimed_id, relay_lease_until_ms AS previous_lease FROM games
         WHERE relayed_seq < last_seq AND relay_lease_until_ms <= :now
         ORDER BY game_id LIMIT :max_games
-        FOR UPDATE SKIP LOCKED)
-    RETURNING game_id, game_type, relayed_seq
+        FOR UPDATE SKIP LOCKED) AS claimed
+    WHERE games.game_id = claimed.claimed_id
+    RETURNING games.game_id, games.game_type, games.relayed_seq, claimed.previous_lease
     """
 )
 
@@ -82,6 +90,27 @@ _UNRELAYED_POSTGRES = text(
 
 def _entry(event_bytes: bytes, hash_: bytes) -> LogEntry:
     return entry_of(event_bytes, hash_)
+
+
+def upgrade_sqlite(engine: Engine) -> None:
+    """Bring a SQLite file made by an older version to the tables of the models.
+
+    Revision 0002 (command ids belong to their sender): SQLite cannot change a primary key in
+    place, so ``commands`` is rebuilt, its old rows getting sender ``""`` as on PostgreSQL.
+    """
+    with engine.begin() as connection:
+        columns = {
+            row[1] for row in connection.exec_driver_sql("PRAGMA table_info(commands)")
+        }
+        if "sender" in columns:
+            return
+        connection.exec_driver_sql("ALTER TABLE commands RENAME TO commands_0001")
+        COMMANDS.create(connection)
+        connection.exec_driver_sql(
+            "INSERT INTO commands (game_id, sender, command_id, first_seq, last_seq) "
+            "SELECT game_id, '', command_id, first_seq, last_seq FROM commands_0001"
+        )
+        connection.exec_driver_sql("DROP TABLE commands_0001")
 
 
 def _sqlite_engine(url: str) -> Engine:
@@ -121,6 +150,7 @@ class SqlEventStore:
             contextlib.nullcontext() if self._is_postgres else threading.RLock()
         )
         self._sql = Statements.for_dialect(engine.dialect.name)
+        self._chain_keys = ChainKeys()
         self._writer = GroupWriter(
             engine.raw_connection,
             begin=None if self._is_postgres else "BEGIN IMMEDIATE",
@@ -139,6 +169,7 @@ class SqlEventStore:
         if backend == "sqlite":
             engine = _sqlite_engine(url)
             SQLModel.metadata.create_all(engine, tables=[GAMES, EVENTS, COMMANDS])
+            upgrade_sqlite(engine)
             return cls(engine)
         if backend == "postgresql":
             from services.platform.migrations import upgrade_database
@@ -173,10 +204,13 @@ class SqlEventStore:
         entries: Sequence[LogEntry],
         *,
         command_id: str | None,
+        sender: str | None = None,
         relayed: bool = False,
     ) -> AppendResult:
         """See :meth:`EventStore.append`."""
-        return self.append_future(game_id, entries, command_id=command_id, relayed=relayed).result()
+        return self.append_future(
+            game_id, entries, command_id=command_id, sender=sender, relayed=relayed
+        ).result()
 
     def append_future(
         self,
@@ -184,12 +218,17 @@ class SqlEventStore:
         entries: Sequence[LogEntry],
         *,
         command_id: str | None,
+        sender: str | None = None,
         relayed: bool = False,
     ) -> Future[AppendResult]:
-        """:meth:`append`, done when committed (its errors in the future)."""
-        return self._writer.submit(
-            append_write(self._sql, game_id, entries, command_id, relayed=relayed)
-        )
+        """:meth:`append`, done when committed (its errors in the future).
+
+        :raises ValueError: at once, if a ``command_id`` comes without its ``sender``.
+        """
+        key = command_key(command_id, sender)
+        return self._writer.submit(append_write(
+            self._sql, game_id, entries, key, relayed=relayed, chain_keys=self._chain_keys
+        ))
 
     async def create_game_async(
         self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False
@@ -206,20 +245,24 @@ class SqlEventStore:
         entries: Sequence[LogEntry],
         *,
         command_id: str | None,
+        sender: str | None = None,
         relayed: bool = False,
     ) -> AppendResult:
         """See :meth:`SubmitsWrites.append_async`."""
+        key = command_key(command_id, sender)
         return await self._writer.submit_async(
-            append_write(self._sql, game_id, entries, command_id, relayed=relayed)
+            append_write(
+                self._sql, game_id, entries, key, relayed=relayed, chain_keys=self._chain_keys
+            )
         )
 
-    def find_command(self, game_id: str, command_id: str) -> AppendResult | None:
+    def find_command(self, game_id: str, sender: str, command_id: str) -> AppendResult | None:
         """See :meth:`EventStore.find_command`."""
         with self._lock:
             raw = self._engine.raw_connection()
             try:
                 cursor: Cursor = raw.cursor()
-                earlier = self._sql.earlier_result(cursor, game_id, command_id)
+                earlier = self._sql.earlier_result(cursor, game_id, (sender, command_id))
                 if earlier is None:
                     cursor.execute(self._sql.game_exists, (game_id,))
                     if cursor.fetchone() is None:
@@ -283,7 +326,12 @@ class SqlEventStore:
             else:
                 games = list(
                     connection.execute(
-                        select(GAMES.c.game_id, GAMES.c.game_type, GAMES.c.relayed_seq)
+                        select(
+                            GAMES.c.game_id,
+                            GAMES.c.game_type,
+                            GAMES.c.relayed_seq,
+                            GAMES.c.relay_lease_until_ms.label("previous_lease"),
+                        )
                         .where(
                             GAMES.c.relayed_seq < GAMES.c.last_seq,
                             GAMES.c.relay_lease_until_ms <= now,
@@ -307,6 +355,7 @@ class SqlEventStore:
                             connection, game.game_id, game.relayed_seq,
                             game.relayed_seq + max_events,
                         ),
+                        interrupted=game.previous_lease != 0,
                     )
                     for game in games
                 ]
@@ -327,7 +376,13 @@ class SqlEventStore:
             )
             for row in rows:
                 pending[row.game_id].append(_entry(row.event, row.hash))
-        return [Unrelayed(game.game_id, game.game_type, pending[game.game_id]) for game in games]
+        return [
+            Unrelayed(
+                game.game_id, game.game_type, pending[game.game_id],
+                interrupted=game.previous_lease != 0,
+            )
+            for game in games
+        ]
 
     def mark_relayed(self, game_id: str, seq: int) -> None:
         """See :meth:`OutboxStore.mark_relayed`."""
@@ -354,7 +409,7 @@ class SqlEventStore:
                 [{"marked_game": game, "marked_seq": seq} for game, seq in sorted(marks)],
             )
 
-    def release(self, game_ids: Sequence[str]) -> None:
+    def release(self, game_ids: Sequence[str], *, interrupted: bool = False) -> None:
         """See :meth:`OutboxStore.release`."""
         if not game_ids:
             return
@@ -362,5 +417,5 @@ class SqlEventStore:
             connection.execute(
                 update(GAMES)
                 .where(GAMES.c.game_id.in_(list(game_ids)))
-                .values(relay_lease_until_ms=0)
+                .values(relay_lease_until_ms=INTERRUPTED_LEASE_MS if interrupted else 0)
             )

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from engine.core.chain import GENESIS_HASH
 from services.platform.store import (
     AppendResult,
+    ChainKeys,
     ConcurrencyConflict,
     GameExists,
     GameNotFound,
@@ -31,19 +32,24 @@ _INSERT_EVENT = (
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_COMMAND = (
-    "INSERT INTO commands (game_id, command_id, first_seq, last_seq) VALUES (?, ?, ?, ?)"
+    "INSERT INTO commands (game_id, sender, command_id, first_seq, last_seq) "
+    "VALUES (?, ?, ?, ?, ?)"
 )
 _INSERT_GAME = (
     "INSERT INTO games (game_id, game_type, last_seq, last_hash, relayed_seq, "
     "relay_lease_until_ms) VALUES (?, ?, ?, ?, ?, 0)"
 )
 _GAME_EXISTS = "SELECT 1 FROM games WHERE game_id = ?"
-# The head of the log and, in the same read, what this command_id appended before (if it did).
+# The head of the log and, in the same read, what this sender's command_id appended before.
 _HEAD_AND_COMMAND = (
     "SELECT g.game_type, g.last_seq, g.last_hash, c.first_seq, c.last_seq FROM games g "
-    "LEFT JOIN commands c ON c.game_id = g.game_id AND c.command_id = ? WHERE g.game_id = ?"
+    "LEFT JOIN commands c ON c.game_id = g.game_id AND c.sender = ? AND c.command_id = ? "
+    "WHERE g.game_id = ?"
 )
-_COMMAND = "SELECT first_seq, last_seq FROM commands WHERE game_id = ? AND command_id = ?"
+_COMMAND = (
+    "SELECT first_seq, last_seq FROM commands WHERE game_id = ? AND sender = ? "
+    "AND command_id = ?"
+)
 _ENTRIES_BETWEEN = (
     "SELECT event, hash FROM events WHERE game_id = ? AND seq > ? AND seq <= ? ORDER BY seq"
 )
@@ -70,8 +76,8 @@ def combined_append(events: int, with_command: bool, relayed: bool) -> str:
     costs two round trips (read the head, write) instead of four."""
     values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * events)
     command = (
-        ", new_command AS (INSERT INTO commands (game_id, command_id, first_seq, last_seq) "
-        "VALUES (%s, %s, %s, %s))" if with_command else ""
+        ", new_command AS (INSERT INTO commands (game_id, sender, command_id, first_seq, "
+        "last_seq) VALUES (%s, %s, %s, %s, %s))" if with_command else ""
     )
     move = _MOVE_HEAD_RELAYED if relayed else _MOVE_HEAD
     return (
@@ -125,9 +131,11 @@ class Statements:
         cursor.execute(self.select_entries, (game_id, after, up_to))
         return [entry_of(event, hash_) for event, hash_ in cursor.fetchall()]
 
-    def earlier_result(self, cursor: Cursor, game_id: str, command_id: str) -> AppendResult | None:
-        """What ``command_id`` appended to the game, if it was seen."""
-        cursor.execute(self.command, (game_id, command_id))
+    def earlier_result(
+        self, cursor: Cursor, game_id: str, key: tuple[str, str]
+    ) -> AppendResult | None:
+        """What the command ``key`` (``(sender, command_id)``) appended to the game, if seen."""
+        cursor.execute(self.command, (game_id, *key))
         row = cursor.fetchone()
         if row is None:
             return None
@@ -178,15 +186,18 @@ def append_write(
     sql: Statements,
     game_id: str,
     entries: Sequence[LogEntry],
-    command_id: str | None,
+    key: tuple[str, str] | None,
     *,
     relayed: bool,
+    chain_keys: ChainKeys,
 ) -> Write[AppendResult]:
-    """The write appending one command's entries (see :meth:`EventStore.append`)."""
+    """The write appending one command's entries (see :meth:`EventStore.append`); ``key`` is
+    the command's ``(sender, command_id)`` (:func:`~services.platform.store.command_key`)."""
     entries = list(entries)
+    sender, command_id = key if key is not None else (None, None)
 
     def run(cursor: Cursor) -> AppendResult:
-        cursor.execute(sql.head_and_command, (command_id, game_id))
+        cursor.execute(sql.head_and_command, (sender, command_id, game_id))
         head = cursor.fetchone()
         if head is None:
             raise GameNotFound(f"no game {game_id}")
@@ -197,19 +208,24 @@ def append_write(
         if not entries:
             raise InvalidEntries(f"game {game_id}: a command must append at least one event")
         try:
-            check_continuation(game_id, last_seq, bytes(last_hash), entries)
+            chain_key = (
+                None if last_seq == 0 else chain_keys.key_for(
+                    game_id, lambda: sql.entries_between(cursor, game_id, 0, 1)[0].event
+                )
+            )
+            check_continuation(game_id, last_seq, bytes(last_hash), entries, chain_key)
         except ConcurrencyConflict:
             # PostgreSQL: a head locked after waiting for a rival's commit is re-read fresh,
             # but the joined command row is of the statement's older snapshot: the rival may
             # have been this very command's retry. Ask again in a new statement.
-            earlier = sql.earlier_result(cursor, game_id, command_id) if command_id else None
+            earlier = sql.earlier_result(cursor, game_id, key) if key is not None else None
             if earlier is not None:
                 return earlier
             raise
         # Checked under the write lock: nothing below may refuse, only fail (LostRace).
         rows = _event_rows(game_id, game_type, entries, command_id)
         first, last = entries[0].event.seq, entries[-1].event.seq
-        command = (game_id, command_id, first, last) if command_id is not None else ()
+        command = (game_id, sender, command_id, first, last) if key is not None else ()
         move: tuple[object, ...] = (
             (last, entries[-1].hash, last_seq, last, game_id, last_seq) if relayed
             else (last, entries[-1].hash, game_id, last_seq)
@@ -227,9 +243,9 @@ def append_write(
         return AppendResult(entries, duplicate=False)
 
     def recover(cursor: Cursor, violation: Exception) -> AppendResult:
-        # Either another writer took the seq, or this very command_id raced its retry.
-        if command_id is not None:
-            earlier = sql.earlier_result(cursor, game_id, command_id)
+        # Either another writer took the seq, or this very command raced its retry.
+        if key is not None:
+            earlier = sql.earlier_result(cursor, game_id, key)
             if earlier is not None:
                 return earlier
         raise ConcurrencyConflict(

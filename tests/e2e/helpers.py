@@ -12,7 +12,8 @@ import grpc
 
 from dast.v1 import game_pb2, game_pb2_grpc, lobby_pb2, lobby_pb2_grpc, log_pb2
 from services.bot.policies import SeatView, decide
-from services.bot.stack import Running, StackOptions, running_stack
+from services.compose import Running, StackOptions, running_stack
+from services.platform.limits import MACHINE_SPEED
 
 SECRET = "test-secret-of-the-play-stack-0123456789abcdef"
 
@@ -21,8 +22,10 @@ SECRET = "test-secret-of-the-play-stack-0123456789abcdef"
 async def stack(**options: Any) -> AsyncIterator[Running]:
     """A play stack on an in-memory store (``store_url`` to persist) with test timings."""
     store_url = options.pop("store_url", None)
+    limits = options.pop("limits", MACHINE_SPEED)  # the test clients play at machine speed
     options.setdefault("grace_ms", 300)
-    async with running_stack(SECRET, store_url=store_url, options=StackOptions(**options)) as run:
+    async with running_stack(SECRET, store_url=store_url, options=StackOptions(**options),
+                             limits=limits) as run:
         yield run
 
 

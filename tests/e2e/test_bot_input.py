@@ -1,4 +1,4 @@
-"""A bot's input is exactly its seat's view (DESIGN.md "Bots": the same projection the
+"""A bot's input is exactly its seat's view (docs/architecture.md "Bots": the same projection the
 seat's player would see, never the full state)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from engine import hokm
 from services.bot import policies
 from services.bot.client import GrpcGameApi
 from services.bot.policies import SeatView
-from services.bot.seats import PlayerSeats
+from services.bot.seats import LogSeats
 from services.bot.service import BotService
 from tests.e2e.helpers import SECRET, Guest, stack
 
@@ -50,7 +50,7 @@ async def test_the_bot_policy_gets_exactly_the_view_getview_returns_for_its_seat
     async with stack(bots=False, timers=False) as run, \
             grpc.aio.insecure_channel(run.address) as channel:
         api = RecordingApi(channel, SECRET)
-        bots = BotService(api, PlayerSeats())
+        bots = BotService(api, LogSeats())
         task = asyncio.create_task(bots.run(run.stack.bus))
         guest = await Guest.sign_in(channel, "device-bot-input")
         table = await guest.table_with_bots(lobby_pb2.TableSettings(

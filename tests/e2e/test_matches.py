@@ -1,6 +1,6 @@
 """Whole matches through the lobby, the game service and the bot service over gRPC.
 
-rules/hokm.md "What the app adds": when the host starts, empty seats are filled with bots.
+docs/rules/hokm.md "What the app adds": when the host starts, empty seats are filled with bots.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ async def _finished(guest: Guest, table_id: str) -> bool:
 
 
 async def test_one_player_and_three_bots_finish_a_seven_point_hokm_match() -> None:
-    # rules/hokm.md "What the app adds": target_score 7, bots fill the empty seats.
+    # docs/rules/hokm.md "What the app adds": target_score 7, bots fill the empty seats.
     async with stack(timers=False) as run, grpc.aio.insecure_channel(run.address) as channel:
         guest = await Guest.sign_in(channel, "device-seven-points", "Sara")
         table = await guest.table_with_bots(lobby_pb2.TableSettings(
@@ -43,7 +43,7 @@ async def test_one_player_and_three_bots_finish_a_seven_point_hokm_match() -> No
     (hokm_pb2.HOKM_VARIANT_THREE_PLAYERS, 3), (hokm_pb2.HOKM_VARIANT_TWO_PLAYERS, 2),
 ])
 async def test_three_and_two_player_hokm_matches_with_bots(variant: int, seats: int) -> None:
-    # rules/hokm.md "Three players" and "Two players": a table has the variant's seats.
+    # docs/rules/hokm.md "Three players" and "Two players": a table has the variant's seats.
     async with stack(timers=False) as run, grpc.aio.insecure_channel(run.address) as channel:
         guest = await Guest.sign_in(channel, f"device-variant-{seats}")
         settings = lobby_pb2.TableSettings(game_type=common_pb2.GAME_TYPE_HOKM, target_score=3)
@@ -55,7 +55,7 @@ async def test_three_and_two_player_hokm_matches_with_bots(variant: int, seats: 
 
 
 async def test_four_player_partnership_hand_match_with_bots() -> None:
-    # rules/hand.md partnerships: seats 0+2 and 1+3; one round keeps the test short.
+    # docs/rules/hand.md partnerships: seats 0+2 and 1+3; one round keeps the test short.
     async with stack(timers=False) as run, grpc.aio.insecure_channel(run.address) as channel:
         guest = await Guest.sign_in(channel, "device-hand-partners")
         table = await guest.table_with_bots(lobby_pb2.TableSettings(

@@ -1,6 +1,6 @@
 """The play stack on PostgreSQL and NATS JetStream: the bots follow the durable consumer.
 
-DESIGN.md "Event store and bus": production runs against PostgreSQL and NATS; consumers
+docs/architecture.md "Event store and bus": production runs against PostgreSQL and NATS; consumers
 (bots, timers, the lobby's follower) share durable consumers.
 """
 
@@ -12,7 +12,7 @@ import grpc
 import pytest
 
 from dast.v1 import common_pb2, lobby_pb2
-from services.bot.stack import StackOptions, running_stack
+from services.compose import StackOptions, running_stack
 from tests.conftest import NatsNames
 from tests.e2e.helpers import SECRET, Guest, wait_for
 
@@ -52,7 +52,7 @@ async def test_a_hokm_match_with_bots_and_a_timeout_on_postgres_and_nats(
 async def test_two_replicas_share_the_bots_durable_consumer_and_finish_a_match(
     pg_url: str, nats_url: str, nats_names: NatsNames,
 ) -> None:
-    # DESIGN.md "Scale-out": consumers scale by sharing durable consumers; any replica's
+    # docs/architecture.md "Scale-out": consumers scale by sharing durable consumers; any replica's
     # game service takes any command and the store settles races.
     from dast.v1 import game_pb2, game_pb2_grpc, hokm_pb2
     from services.bot.policies import SeatView

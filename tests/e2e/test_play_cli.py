@@ -27,14 +27,14 @@ PLAY = [str(_DAST), "play"] if _DAST.exists() else [sys.executable, "-m", "servi
 
 @pytest.fixture
 def server_address(tmp_path: Path) -> Iterator[str]:
-    """``python -m services.game`` (what ``dast serve`` runs) serving every service from a
+    """``python -m services.compose`` (what ``dast serve`` runs) serving every service from a
     child process, so that spawning the clients never forks a process busy with gRPC."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**os.environ, "DAST_LISTEN": f"127.0.0.1:{port}", "DAST_SERVICES": "all",
            "DAST_DATA_DIR": str(tmp_path / "server"), "DAST_LOG_LEVEL": "warning"}
-    server = subprocess.Popen([sys.executable, "-m", "services.game"], cwd=str(ROOT), env=env,
+    server = subprocess.Popen([sys.executable, "-m", "services.compose"], cwd=str(ROOT), env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
@@ -106,7 +106,7 @@ def test_two_people_play_a_private_table_with_two_bots(
 def test_dast_play_plays_a_whole_hokm_match_in_a_terminal(
     server_address: str, tmp_path: Path
 ) -> None:
-    # rules/hokm.md "What the app adds": the host starts, the empty seats get bots.
+    # docs/rules/hokm.md "What the app adds": the host starts, the empty seats get bots.
     env = {**os.environ, "NO_COLOR": "1", "TERM": "dumb", "HOME": str(tmp_path)}
     child = pexpect.spawn(
         PLAY[0],

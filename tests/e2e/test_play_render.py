@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dast.v1 import common_pb2, hand_pb2, hokm_pb2, lobby_pb2
+from dast.v1 import common_pb2, hand_pb2, hokm_pb2, lobby_pb2, log_pb2
 from services.cli.play import render
 
 
@@ -57,3 +57,12 @@ def test_render_docstring_examples() -> None:
     import doctest
 
     assert doctest.testmod(render).failed == 0
+
+
+def test_seat_control_events_say_who_plays_the_seat() -> None:
+    taken = log_pb2.Event(seq=9, seat_control=log_pb2.SeatControl(
+        seat=2, bot=True, bot_level="basic", reason=log_pb2.SEAT_CONTROL_REASON_DISCONNECTED))
+    back = log_pb2.Event(seq=12, seat_control=log_pb2.SeatControl(
+        seat=2, reason=log_pb2.SEAT_CONTROL_REASON_RECONNECTED))
+    assert render.event_line(taken) == "a basic bot plays seat 2 (disconnected)"
+    assert render.event_line(back) == "seat 2 is its player's again (reconnected)"

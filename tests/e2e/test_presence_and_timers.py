@@ -1,8 +1,8 @@
 """Presence and turn timers over real gRPC: takeover and return, time-outs, restarts.
 
-rules/hokm.md "What the app adds": "on time-out the seat's bot plays for it"; "a player who
+docs/rules/hokm.md "What the app adds": "on time-out the seat's bot plays for it"; "a player who
 leaves mid-game is replaced by a bot …; a player who comes back takes the seat back".
-DESIGN.md "Time": the automatic move is an ordinary command marked automatic.
+docs/architecture.md "Time": the automatic move is an ordinary command marked automatic.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def _actor(event: log_pb2.Event) -> int | None:
 
 
 async def test_a_player_who_leaves_mid_game_is_replaced_and_may_come_back() -> None:
-    # rules/hokm.md "What the app adds": leaving mid-game, a bot plays for the player.
+    # docs/rules/hokm.md "What the app adds": leaving mid-game, a bot plays for the player.
     async with stack() as run, grpc.aio.insecure_channel(run.address) as channel:
         guest = await Guest.sign_in(channel, "device-leave")
         table = await guest.table_with_bots(HOKM_4)

@@ -11,7 +11,7 @@ import grpc
 import pytest
 
 from dast.v1 import common_pb2, lobby_pb2
-from services.game.runner import run
+from services.compose import run
 from services.platform.config import Settings
 from tests.e2e.helpers import SECRET, Guest
 
@@ -26,8 +26,11 @@ def _free_port() -> int:
 
 async def test_the_embedded_server_plays_a_match_with_bots(tmp_path: Path) -> None:
     address = f"127.0.0.1:{_free_port()}"
+    # The guest plays at machine speed (a whole match in seconds), far above a person's
+    # call rate: the default limits per player would refuse it.
     settings = Settings(listen=address, data_dir=tmp_path, services="all", jwt_secret=SECRET,
-                        log_level="warning")
+                        log_level="warning", limit_calls_per_second=1e6,
+                        limit_call_burst=1_000_000)
     stop = asyncio.Event()
     server = asyncio.create_task(run(settings, stop=stop))
     try:

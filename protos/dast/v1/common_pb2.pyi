@@ -100,11 +100,16 @@ class Fairness(google.protobuf.message.Message):
     SERVER_SEED_COMMITMENT_FIELD_NUMBER: builtins.int
     CLIENT_SEEDS_FIELD_NUMBER: builtins.int
     SERVER_SEED_FIELD_NUMBER: builtins.int
+    SERVER_SEED_CHOSEN_FIELD_NUMBER: builtins.int
     server_seed_commitment: builtins.bytes
     """sha256(server_seed), published before any card is dealt."""
     server_seed: builtins.bytes
     """The server seed itself. Secret in the stored log until the match ends; `redact` strips
     it from every seat's copy of the start event and the final event reveals it.
+    """
+    server_seed_chosen: builtins.bool
+    """Set when an admin chose the server seed at creation (tests, replays of incidents): the
+    operator then knew every deal in advance, and an audit says so.
     """
     @property
     def client_seeds(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.bytes]:
@@ -116,7 +121,8 @@ class Fairness(google.protobuf.message.Message):
         server_seed_commitment: builtins.bytes = ...,
         client_seeds: collections.abc.Iterable[builtins.bytes] | None = ...,
         server_seed: builtins.bytes = ...,
+        server_seed_chosen: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["client_seeds", b"client_seeds", "server_seed", b"server_seed", "server_seed_commitment", b"server_seed_commitment"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["client_seeds", b"client_seeds", "server_seed", b"server_seed", "server_seed_chosen", b"server_seed_chosen", "server_seed_commitment", b"server_seed_commitment"]) -> None: ...
 
 Global___Fairness: typing_extensions.TypeAlias = Fairness

@@ -24,6 +24,7 @@ import dast.v1.common_pb2
 import dast.v1.hand_pb2
 import dast.v1.hokm_pb2
 import dast.v1.log_pb2
+import google.protobuf.any_pb2
 import google.protobuf.descriptor
 import google.protobuf.internal.containers
 import google.protobuf.message
@@ -44,6 +45,7 @@ class CreateGameRequest(google.protobuf.message.Message):
     GAME_TYPE_FIELD_NUMBER: builtins.int
     HOKM_FIELD_NUMBER: builtins.int
     HAND_FIELD_NUMBER: builtins.int
+    OTHER_FIELD_NUMBER: builtins.int
     PLAYERS_FIELD_NUMBER: builtins.int
     GAME_ID_FIELD_NUMBER: builtins.int
     SERVER_SEED_FIELD_NUMBER: builtins.int
@@ -61,6 +63,10 @@ class CreateGameRequest(google.protobuf.message.Message):
     @property
     def hand(self) -> dast.v1.hand_pb2.HandRules: ...
     @property
+    def other(self) -> google.protobuf.any_pb2.Any:
+        """a game outside the schema (log.proto): its rules"""
+
+    @property
     def players(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[dast.v1.common_pb2.Player]:
         """The seated players in seat order; each may carry a client seed (provably fair deals)."""
 
@@ -70,13 +76,14 @@ class CreateGameRequest(google.protobuf.message.Message):
         game_type: dast.v1.common_pb2.GameType.ValueType = ...,
         hokm: dast.v1.hokm_pb2.HokmRules | None = ...,
         hand: dast.v1.hand_pb2.HandRules | None = ...,
+        other: google.protobuf.any_pb2.Any | None = ...,
         players: collections.abc.Iterable[dast.v1.common_pb2.Player] | None = ...,
         game_id: builtins.str = ...,
         server_seed: builtins.bytes = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["hand", b"hand", "hokm", b"hokm", "rules", b"rules"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["game_id", b"game_id", "game_type", b"game_type", "hand", b"hand", "hokm", b"hokm", "players", b"players", "rules", b"rules", "server_seed", b"server_seed"]) -> None: ...
-    def WhichOneof(self, oneof_group: typing.Literal["rules", b"rules"]) -> typing.Literal["hokm", "hand"] | None: ...
+    def HasField(self, field_name: typing.Literal["hand", b"hand", "hokm", b"hokm", "other", b"other", "rules", b"rules"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["game_id", b"game_id", "game_type", b"game_type", "hand", b"hand", "hokm", b"hokm", "other", b"other", "players", b"players", "rules", b"rules", "server_seed", b"server_seed"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["rules", b"rules"]) -> typing.Literal["hokm", "hand", "other"] | None: ...
 
 Global___CreateGameRequest: typing_extensions.TypeAlias = CreateGameRequest
 
@@ -111,6 +118,7 @@ class SubmitCommandRequest(google.protobuf.message.Message):
     EXPECTED_SEQ_FIELD_NUMBER: builtins.int
     HOKM_FIELD_NUMBER: builtins.int
     HAND_FIELD_NUMBER: builtins.int
+    OTHER_FIELD_NUMBER: builtins.int
     SEAT_FIELD_NUMBER: builtins.int
     AUTOMATIC_FIELD_NUMBER: builtins.int
     game_id: builtins.str
@@ -129,6 +137,10 @@ class SubmitCommandRequest(google.protobuf.message.Message):
     def hokm(self) -> dast.v1.hokm_pb2.HokmCommand: ...
     @property
     def hand(self) -> dast.v1.hand_pb2.HandCommand: ...
+    @property
+    def other(self) -> google.protobuf.any_pb2.Any:
+        """a game outside the schema (log.proto): its command"""
+
     def __init__(
         self,
         *,
@@ -137,17 +149,18 @@ class SubmitCommandRequest(google.protobuf.message.Message):
         expected_seq: builtins.int | None = ...,
         hokm: dast.v1.hokm_pb2.HokmCommand | None = ...,
         hand: dast.v1.hand_pb2.HandCommand | None = ...,
+        other: google.protobuf.any_pb2.Any | None = ...,
         seat: builtins.int | None = ...,
         automatic: builtins.bool = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["_expected_seq", b"_expected_seq", "_seat", b"_seat", "command", b"command", "expected_seq", b"expected_seq", "hand", b"hand", "hokm", b"hokm", "seat", b"seat"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_expected_seq", b"_expected_seq", "_seat", b"_seat", "automatic", b"automatic", "command", b"command", "command_id", b"command_id", "expected_seq", b"expected_seq", "game_id", b"game_id", "hand", b"hand", "hokm", b"hokm", "seat", b"seat"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["_expected_seq", b"_expected_seq", "_seat", b"_seat", "command", b"command", "expected_seq", b"expected_seq", "hand", b"hand", "hokm", b"hokm", "other", b"other", "seat", b"seat"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_expected_seq", b"_expected_seq", "_seat", b"_seat", "automatic", b"automatic", "command", b"command", "command_id", b"command_id", "expected_seq", b"expected_seq", "game_id", b"game_id", "hand", b"hand", "hokm", b"hokm", "other", b"other", "seat", b"seat"]) -> None: ...
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_expected_seq", b"_expected_seq"]) -> typing.Literal["expected_seq"] | None: ...
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_seat", b"_seat"]) -> typing.Literal["seat"] | None: ...
     @typing.overload
-    def WhichOneof(self, oneof_group: typing.Literal["command", b"command"]) -> typing.Literal["hokm", "hand"] | None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["command", b"command"]) -> typing.Literal["hokm", "hand", "other"] | None: ...
 
 Global___SubmitCommandRequest: typing_extensions.TypeAlias = SubmitCommandRequest
 
@@ -158,6 +171,7 @@ class SubmitCommandResponse(google.protobuf.message.Message):
     EVENTS_FIELD_NUMBER: builtins.int
     SEQ_FIELD_NUMBER: builtins.int
     DUPLICATE_FIELD_NUMBER: builtins.int
+    HASHES_FIELD_NUMBER: builtins.int
     seq: builtins.int
     """the log's last seq after the command"""
     duplicate: builtins.bool
@@ -166,14 +180,21 @@ class SubmitCommandResponse(google.protobuf.message.Message):
     def events(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[dast.v1.log_pb2.Event]:
         """redacted for the caller"""
 
+    @property
+    def hashes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.bytes]:
+        """The chain hash after each of `events` (same order): the caller's receipts, to compare
+        with the finished log's hashes (see log.proto).
+        """
+
     def __init__(
         self,
         *,
         events: collections.abc.Iterable[dast.v1.log_pb2.Event] | None = ...,
         seq: builtins.int = ...,
         duplicate: builtins.bool = ...,
+        hashes: collections.abc.Iterable[builtins.bytes] | None = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["duplicate", b"duplicate", "events", b"events", "seq", b"seq"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["duplicate", b"duplicate", "events", b"events", "hashes", b"hashes", "seq", b"seq"]) -> None: ...
 
 Global___SubmitCommandResponse: typing_extensions.TypeAlias = SubmitCommandResponse
 
@@ -207,22 +228,37 @@ class GetViewResponse(google.protobuf.message.Message):
     SEQ_FIELD_NUMBER: builtins.int
     HOKM_FIELD_NUMBER: builtins.int
     HAND_FIELD_NUMBER: builtins.int
+    OTHER_FIELD_NUMBER: builtins.int
+    SEAT_CONTROL_FIELD_NUMBER: builtins.int
     seq: builtins.int
     """the view reflects the log up to this seq"""
     @property
     def hokm(self) -> dast.v1.hokm_pb2.HokmView: ...
     @property
     def hand(self) -> dast.v1.hand_pb2.HandView: ...
+    @property
+    def other(self) -> google.protobuf.any_pb2.Any:
+        """a game outside the schema (log.proto): its view"""
+
+    @property
+    def seat_control(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[dast.v1.log_pb2.SeatControl]:
+        """Who controls each seat, in seat order: the latest `SeatControl` event of the seat
+        (`bot` false and no reason for a seat never taken over). A seat whose player is a bot
+        from the start (`Player.is_bot`) is always the bot's.
+        """
+
     def __init__(
         self,
         *,
         seq: builtins.int = ...,
         hokm: dast.v1.hokm_pb2.HokmView | None = ...,
         hand: dast.v1.hand_pb2.HandView | None = ...,
+        other: google.protobuf.any_pb2.Any | None = ...,
+        seat_control: collections.abc.Iterable[dast.v1.log_pb2.SeatControl] | None = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["hand", b"hand", "hokm", b"hokm", "view", b"view"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["hand", b"hand", "hokm", b"hokm", "seq", b"seq", "view", b"view"]) -> None: ...
-    def WhichOneof(self, oneof_group: typing.Literal["view", b"view"]) -> typing.Literal["hokm", "hand"] | None: ...
+    def HasField(self, field_name: typing.Literal["hand", b"hand", "hokm", b"hokm", "other", b"other", "view", b"view"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["hand", b"hand", "hokm", b"hokm", "other", b"other", "seat_control", b"seat_control", "seq", b"seq", "view", b"view"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["view", b"view"]) -> typing.Literal["hokm", "hand", "other"] | None: ...
 
 Global___GetViewResponse: typing_extensions.TypeAlias = GetViewResponse
 
@@ -255,6 +291,9 @@ class SubscribeResponse(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     EVENT_FIELD_NUMBER: builtins.int
+    HASH_FIELD_NUMBER: builtins.int
+    hash: builtins.bytes
+    """The chain hash after `event` in the stored, unredacted log: the caller's receipt."""
     @property
     def event(self) -> dast.v1.log_pb2.Event:
         """redacted for the caller"""
@@ -263,9 +302,10 @@ class SubscribeResponse(google.protobuf.message.Message):
         self,
         *,
         event: dast.v1.log_pb2.Event | None = ...,
+        hash: builtins.bytes = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["event", b"event"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["event", b"event"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["event", b"event", "hash", b"hash"]) -> None: ...
 
 Global___SubscribeResponse: typing_extensions.TypeAlias = SubscribeResponse
 
@@ -290,15 +330,118 @@ class ExportLogResponse(google.protobuf.message.Message):
 
     GAME_TYPE_FIELD_NUMBER: builtins.int
     ENTRIES_FIELD_NUMBER: builtins.int
+    SEAL_FIELD_NUMBER: builtins.int
     game_type: dast.v1.common_pb2.GameType.ValueType
     @property
     def entries(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[dast.v1.log_pb2.LogEntry]: ...
+    @property
+    def seal(self) -> dast.v1.log_pb2.LogSeal:
+        """The server's signature over the last entry; unset while the match is not over."""
+
     def __init__(
         self,
         *,
         game_type: dast.v1.common_pb2.GameType.ValueType = ...,
         entries: collections.abc.Iterable[dast.v1.log_pb2.LogEntry] | None = ...,
+        seal: dast.v1.log_pb2.LogSeal | None = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["entries", b"entries", "game_type", b"game_type"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["seal", b"seal"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["entries", b"entries", "game_type", b"game_type", "seal", b"seal"]) -> None: ...
 
 Global___ExportLogResponse: typing_extensions.TypeAlias = ExportLogResponse
+
+@typing.final
+class GetSigningKeyRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+
+Global___GetSigningKeyRequest: typing_extensions.TypeAlias = GetSigningKeyRequest
+
+@typing.final
+class GetSigningKeyResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    PUBLIC_KEY_FIELD_NUMBER: builtins.int
+    ALGORITHM_FIELD_NUMBER: builtins.int
+    public_key: builtins.bytes
+    """raw 32-byte Ed25519 public key"""
+    algorithm: builtins.str
+    """"ed25519" """
+    def __init__(
+        self,
+        *,
+        public_key: builtins.bytes = ...,
+        algorithm: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["algorithm", b"algorithm", "public_key", b"public_key"]) -> None: ...
+
+Global___GetSigningKeyResponse: typing_extensions.TypeAlias = GetSigningKeyResponse
+
+@typing.final
+class ControlSeatRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: builtins.int
+    SEAT_FIELD_NUMBER: builtins.int
+    BOT_FIELD_NUMBER: builtins.int
+    BOT_LEVEL_FIELD_NUMBER: builtins.int
+    REASON_FIELD_NUMBER: builtins.int
+    EXPECTED_SEQ_FIELD_NUMBER: builtins.int
+    game_id: builtins.str
+    seat: builtins.int
+    bot: builtins.bool
+    """true: a bot takes the seat over; false: the player gets it back"""
+    bot_level: builtins.str
+    """the bot's level (required when `bot`)"""
+    reason: dast.v1.log_pb2.SeatControlReason.ValueType
+    expected_seq: builtins.int
+    """When set, the change applies only if the log's last seq is exactly this."""
+    def __init__(
+        self,
+        *,
+        game_id: builtins.str = ...,
+        seat: builtins.int = ...,
+        bot: builtins.bool = ...,
+        bot_level: builtins.str = ...,
+        reason: dast.v1.log_pb2.SeatControlReason.ValueType = ...,
+        expected_seq: builtins.int | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["_expected_seq", b"_expected_seq", "expected_seq", b"expected_seq"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_expected_seq", b"_expected_seq", "bot", b"bot", "bot_level", b"bot_level", "expected_seq", b"expected_seq", "game_id", b"game_id", "reason", b"reason", "seat", b"seat"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["_expected_seq", b"_expected_seq"]) -> typing.Literal["expected_seq"] | None: ...
+
+Global___ControlSeatRequest: typing_extensions.TypeAlias = ControlSeatRequest
+
+@typing.final
+class ControlSeatResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    SEQ_FIELD_NUMBER: builtins.int
+    CHANGED_FIELD_NUMBER: builtins.int
+    EVENT_FIELD_NUMBER: builtins.int
+    HASH_FIELD_NUMBER: builtins.int
+    seq: builtins.int
+    """the log's last seq after the call"""
+    changed: builtins.bool
+    """false: the seat was already so controlled; nothing was appended"""
+    hash: builtins.bytes
+    """its chain hash"""
+    @property
+    def event(self) -> dast.v1.log_pb2.Event:
+        """the appended event (unset when not changed)"""
+
+    def __init__(
+        self,
+        *,
+        seq: builtins.int = ...,
+        changed: builtins.bool = ...,
+        event: dast.v1.log_pb2.Event | None = ...,
+        hash: builtins.bytes = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["event", b"event"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["changed", b"changed", "event", b"event", "hash", b"hash", "seq", b"seq"]) -> None: ...
+
+Global___ControlSeatResponse: typing_extensions.TypeAlias = ControlSeatResponse

@@ -59,6 +59,16 @@ class GameServiceStub:
                 request_serializer=dast_dot_v1_dot_game__pb2.ExportLogRequest.SerializeToString,
                 response_deserializer=dast_dot_v1_dot_game__pb2.ExportLogResponse.FromString,
                 _registered_method=True)
+        self.GetSigningKey = channel.unary_unary(
+                '/dast.v1.GameService/GetSigningKey',
+                request_serializer=dast_dot_v1_dot_game__pb2.GetSigningKeyRequest.SerializeToString,
+                response_deserializer=dast_dot_v1_dot_game__pb2.GetSigningKeyResponse.FromString,
+                _registered_method=True)
+        self.ControlSeat = channel.unary_unary(
+                '/dast.v1.GameService/ControlSeat',
+                request_serializer=dast_dot_v1_dot_game__pb2.ControlSeatRequest.SerializeToString,
+                response_deserializer=dast_dot_v1_dot_game__pb2.ControlSeatResponse.FromString,
+                _registered_method=True)
 
 
 class GameServiceServicer:
@@ -95,7 +105,27 @@ class GameServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ExportLog(self, request, context):
-        """The full, unredacted log of a finished match (any time for admins).
+        """The full, unredacted log of a finished match (any time for admins), sealed by the
+        server's signature once the match is over.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSigningKey(self, request, context):
+        """The public key that seals finished logs (any authenticated caller). Compare it with
+        the key a log's seal names: a key read from the export itself proves nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ControlSeat(self, request, context):
+        """Hand a player's seat to a bot, or back to the player (service/admin tokens only; a
+        player gets PERMISSION_DENIED). Appends a `SeatControl` event unless the seat is already
+        so controlled (`changed` false, nothing appended), so two replicas asking at the same
+        moment append one event. FAILED_PRECONDITION for a seat a bot holds from the start or a
+        match that is over.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -128,6 +158,16 @@ def add_GameServiceServicer_to_server(servicer, server):
                     servicer.ExportLog,
                     request_deserializer=dast_dot_v1_dot_game__pb2.ExportLogRequest.FromString,
                     response_serializer=dast_dot_v1_dot_game__pb2.ExportLogResponse.SerializeToString,
+            ),
+            'GetSigningKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSigningKey,
+                    request_deserializer=dast_dot_v1_dot_game__pb2.GetSigningKeyRequest.FromString,
+                    response_serializer=dast_dot_v1_dot_game__pb2.GetSigningKeyResponse.SerializeToString,
+            ),
+            'ControlSeat': grpc.unary_unary_rpc_method_handler(
+                    servicer.ControlSeat,
+                    request_deserializer=dast_dot_v1_dot_game__pb2.ControlSeatRequest.FromString,
+                    response_serializer=dast_dot_v1_dot_game__pb2.ControlSeatResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -265,6 +305,60 @@ class GameService:
             '/dast.v1.GameService/ExportLog',
             dast_dot_v1_dot_game__pb2.ExportLogRequest.SerializeToString,
             dast_dot_v1_dot_game__pb2.ExportLogResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSigningKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dast.v1.GameService/GetSigningKey',
+            dast_dot_v1_dot_game__pb2.GetSigningKeyRequest.SerializeToString,
+            dast_dot_v1_dot_game__pb2.GetSigningKeyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ControlSeat(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dast.v1.GameService/ControlSeat',
+            dast_dot_v1_dot_game__pb2.ControlSeatRequest.SerializeToString,
+            dast_dot_v1_dot_game__pb2.ControlSeatResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -120,7 +120,39 @@ _GameServiceExportLogType = typing_extensions.TypeVar(
     ],
 )
 
-class GameServiceStub(typing.Generic[_GameServiceCreateGameType, _GameServiceSubmitCommandType, _GameServiceGetViewType, _GameServiceSubscribeType, _GameServiceExportLogType]):
+_GameServiceGetSigningKeyType = typing_extensions.TypeVar(
+    '_GameServiceGetSigningKeyType',
+    grpc.UnaryUnaryMultiCallable[
+        dast.v1.game_pb2.GetSigningKeyRequest,
+        dast.v1.game_pb2.GetSigningKeyResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.game_pb2.GetSigningKeyRequest,
+        dast.v1.game_pb2.GetSigningKeyResponse,
+    ],
+    default=grpc.UnaryUnaryMultiCallable[
+        dast.v1.game_pb2.GetSigningKeyRequest,
+        dast.v1.game_pb2.GetSigningKeyResponse,
+    ],
+)
+
+_GameServiceControlSeatType = typing_extensions.TypeVar(
+    '_GameServiceControlSeatType',
+    grpc.UnaryUnaryMultiCallable[
+        dast.v1.game_pb2.ControlSeatRequest,
+        dast.v1.game_pb2.ControlSeatResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.game_pb2.ControlSeatRequest,
+        dast.v1.game_pb2.ControlSeatResponse,
+    ],
+    default=grpc.UnaryUnaryMultiCallable[
+        dast.v1.game_pb2.ControlSeatRequest,
+        dast.v1.game_pb2.ControlSeatResponse,
+    ],
+)
+
+class GameServiceStub(typing.Generic[_GameServiceCreateGameType, _GameServiceSubmitCommandType, _GameServiceGetViewType, _GameServiceSubscribeType, _GameServiceExportLogType, _GameServiceGetSigningKeyType, _GameServiceControlSeatType]):
     @typing.overload
     def __init__(self: GameServiceStub[
         grpc.UnaryUnaryMultiCallable[
@@ -142,6 +174,14 @@ class GameServiceStub(typing.Generic[_GameServiceCreateGameType, _GameServiceSub
         grpc.UnaryUnaryMultiCallable[
             dast.v1.game_pb2.ExportLogRequest,
             dast.v1.game_pb2.ExportLogResponse,
+        ],
+        grpc.UnaryUnaryMultiCallable[
+            dast.v1.game_pb2.GetSigningKeyRequest,
+            dast.v1.game_pb2.GetSigningKeyResponse,
+        ],
+        grpc.UnaryUnaryMultiCallable[
+            dast.v1.game_pb2.ControlSeatRequest,
+            dast.v1.game_pb2.ControlSeatResponse,
         ],
     ], channel: grpc.Channel) -> None: ...
 
@@ -167,6 +207,14 @@ class GameServiceStub(typing.Generic[_GameServiceCreateGameType, _GameServiceSub
             dast.v1.game_pb2.ExportLogRequest,
             dast.v1.game_pb2.ExportLogResponse,
         ],
+        grpc.aio.UnaryUnaryMultiCallable[
+            dast.v1.game_pb2.GetSigningKeyRequest,
+            dast.v1.game_pb2.GetSigningKeyResponse,
+        ],
+        grpc.aio.UnaryUnaryMultiCallable[
+            dast.v1.game_pb2.ControlSeatRequest,
+            dast.v1.game_pb2.ControlSeatResponse,
+        ],
     ], channel: grpc.aio.Channel) -> None: ...
 
     CreateGame: _GameServiceCreateGameType
@@ -186,7 +234,22 @@ class GameServiceStub(typing.Generic[_GameServiceCreateGameType, _GameServiceSub
     """
 
     ExportLog: _GameServiceExportLogType
-    """The full, unredacted log of a finished match (any time for admins)."""
+    """The full, unredacted log of a finished match (any time for admins), sealed by the
+    server's signature once the match is over.
+    """
+
+    GetSigningKey: _GameServiceGetSigningKeyType
+    """The public key that seals finished logs (any authenticated caller). Compare it with
+    the key a log's seal names: a key read from the export itself proves nothing.
+    """
+
+    ControlSeat: _GameServiceControlSeatType
+    """Hand a player's seat to a bot, or back to the player (service/admin tokens only; a
+    player gets PERMISSION_DENIED). Appends a `SeatControl` event unless the seat is already
+    so controlled (`changed` false, nothing appended), so two replicas asking at the same
+    moment append one event. FAILED_PRECONDITION for a seat a bot holds from the start or a
+    match that is over.
+    """
 
 GameServiceAsyncStub: typing_extensions.TypeAlias = GameServiceStub[
     grpc.aio.UnaryUnaryMultiCallable[
@@ -208,6 +271,14 @@ GameServiceAsyncStub: typing_extensions.TypeAlias = GameServiceStub[
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.game_pb2.ExportLogRequest,
         dast.v1.game_pb2.ExportLogResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.game_pb2.GetSigningKeyRequest,
+        dast.v1.game_pb2.GetSigningKeyResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.game_pb2.ControlSeatRequest,
+        dast.v1.game_pb2.ControlSeatResponse,
     ],
 ]
 
@@ -254,6 +325,31 @@ class GameServiceServicer(metaclass=abc.ABCMeta):
         request: dast.v1.game_pb2.ExportLogRequest,
         context: _ServicerContext,
     ) -> typing.Union[dast.v1.game_pb2.ExportLogResponse, collections.abc.Awaitable[dast.v1.game_pb2.ExportLogResponse]]:
-        """The full, unredacted log of a finished match (any time for admins)."""
+        """The full, unredacted log of a finished match (any time for admins), sealed by the
+        server's signature once the match is over.
+        """
+
+    @abc.abstractmethod
+    def GetSigningKey(
+        self,
+        request: dast.v1.game_pb2.GetSigningKeyRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[dast.v1.game_pb2.GetSigningKeyResponse, collections.abc.Awaitable[dast.v1.game_pb2.GetSigningKeyResponse]]:
+        """The public key that seals finished logs (any authenticated caller). Compare it with
+        the key a log's seal names: a key read from the export itself proves nothing.
+        """
+
+    @abc.abstractmethod
+    def ControlSeat(
+        self,
+        request: dast.v1.game_pb2.ControlSeatRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[dast.v1.game_pb2.ControlSeatResponse, collections.abc.Awaitable[dast.v1.game_pb2.ControlSeatResponse]]:
+        """Hand a player's seat to a bot, or back to the player (service/admin tokens only; a
+        player gets PERMISSION_DENIED). Appends a `SeatControl` event unless the seat is already
+        so controlled (`changed` false, nothing appended), so two replicas asking at the same
+        moment append one event. FAILED_PRECONDITION for a seat a bot holds from the start or a
+        match that is over.
+        """
 
 def add_GameServiceServicer_to_server(servicer: GameServiceServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...

@@ -6,7 +6,7 @@ The lobby: guest sign-in, tables, seats, bots, starting matches, and table updat
 Identity: SignInGuest is open (no token); it returns a player token that every other
 call carries as `authorization: Bearer <JWT>` metadata. A table holds the variant's
 number of seats; the host starts the match and empty seats get bots of the table's
-level (rules/hokm.md "What the app adds"). The lobby creates the match through
+level (docs/rules/hokm.md "What the app adds"). The lobby creates the match through
 GameService.CreateGame with its service token and records the game id on the table.
 
 Presence: a seated player whose Subscribe stream to the game has been gone longer than
@@ -24,6 +24,7 @@ import collections.abc
 import dast.v1.common_pb2
 import dast.v1.hand_pb2
 import dast.v1.hokm_pb2
+import google.protobuf.any_pb2
 import google.protobuf.descriptor
 import google.protobuf.internal.containers
 import google.protobuf.internal.enum_type_wrapper
@@ -76,17 +77,27 @@ class _BotLevelEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumT
     BOT_LEVEL_UNSPECIFIED: _BotLevel.ValueType  # 0
     """basic"""
     BOT_LEVEL_RANDOM: _BotLevel.ValueType  # 1
+    """any legal move"""
     BOT_LEVEL_GREEDY: _BotLevel.ValueType  # 2
+    """the best move for the current trick or turn alone"""
     BOT_LEVEL_BASIC: _BotLevel.ValueType  # 3
+    """rules of thumb a casual player follows"""
+    BOT_LEVEL_EXPERT: _BotLevel.ValueType  # 4
+    """searches sampled deals within a move's time budget"""
 
 class BotLevel(_BotLevel, metaclass=_BotLevelEnumTypeWrapper):
-    """Bot strength: the names of engine/<game>/bots.py BOTS."""
+    """Bot strength, weakest first: the levels every game's bots offer."""
 
 BOT_LEVEL_UNSPECIFIED: BotLevel.ValueType  # 0
 """basic"""
 BOT_LEVEL_RANDOM: BotLevel.ValueType  # 1
+"""any legal move"""
 BOT_LEVEL_GREEDY: BotLevel.ValueType  # 2
+"""the best move for the current trick or turn alone"""
 BOT_LEVEL_BASIC: BotLevel.ValueType  # 3
+"""rules of thumb a casual player follows"""
+BOT_LEVEL_EXPERT: BotLevel.ValueType  # 4
+"""searches sampled deals within a move's time budget"""
 Global___BotLevel: typing_extensions.TypeAlias = BotLevel
 
 class _TableUpdateKind:
@@ -175,6 +186,7 @@ class TableSettings(google.protobuf.message.Message):
     GAME_TYPE_FIELD_NUMBER: builtins.int
     HOKM_FIELD_NUMBER: builtins.int
     HAND_FIELD_NUMBER: builtins.int
+    OTHER_FIELD_NUMBER: builtins.int
     TARGET_SCORE_FIELD_NUMBER: builtins.int
     TURN_SECONDS_FIELD_NUMBER: builtins.int
     PRIVATE_FIELD_NUMBER: builtins.int
@@ -194,21 +206,26 @@ class TableSettings(google.protobuf.message.Message):
     def hokm(self) -> dast.v1.hokm_pb2.HokmRules: ...
     @property
     def hand(self) -> dast.v1.hand_pb2.HandRules: ...
+    @property
+    def other(self) -> google.protobuf.any_pb2.Any:
+        """a game outside the schema (log.proto): its rules"""
+
     def __init__(
         self,
         *,
         game_type: dast.v1.common_pb2.GameType.ValueType = ...,
         hokm: dast.v1.hokm_pb2.HokmRules | None = ...,
         hand: dast.v1.hand_pb2.HandRules | None = ...,
+        other: google.protobuf.any_pb2.Any | None = ...,
         target_score: builtins.int = ...,
         turn_seconds: builtins.int = ...,
         private: builtins.bool = ...,
         spectators_allowed: builtins.bool = ...,
         bot_level: Global___BotLevel.ValueType = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["hand", b"hand", "hokm", b"hokm", "rules", b"rules"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["bot_level", b"bot_level", "game_type", b"game_type", "hand", b"hand", "hokm", b"hokm", "private", b"private", "rules", b"rules", "spectators_allowed", b"spectators_allowed", "target_score", b"target_score", "turn_seconds", b"turn_seconds"]) -> None: ...
-    def WhichOneof(self, oneof_group: typing.Literal["rules", b"rules"]) -> typing.Literal["hokm", "hand"] | None: ...
+    def HasField(self, field_name: typing.Literal["hand", b"hand", "hokm", b"hokm", "other", b"other", "rules", b"rules"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["bot_level", b"bot_level", "game_type", b"game_type", "hand", b"hand", "hokm", b"hokm", "other", b"other", "private", b"private", "rules", b"rules", "spectators_allowed", b"spectators_allowed", "target_score", b"target_score", "turn_seconds", b"turn_seconds"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["rules", b"rules"]) -> typing.Literal["hokm", "hand", "other"] | None: ...
 
 Global___TableSettings: typing_extensions.TypeAlias = TableSettings
 
@@ -473,21 +490,27 @@ class QuickMatchRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     GAME_TYPE_FIELD_NUMBER: builtins.int
+    PLAYERS_FIELD_NUMBER: builtins.int
     HOKM_VARIANT_FIELD_NUMBER: builtins.int
     HAND_PLAYERS_FIELD_NUMBER: builtins.int
     game_type: dast.v1.common_pb2.GameType.ValueType
+    players: builtins.int
+    """Seats at the table, one of the game's player counts (0: the game's default). Older apps
+    send the two game-specific fields below instead; `players` wins when set.
+    """
     hokm_variant: dast.v1.hokm_pb2.HokmVariant.ValueType
-    """Hokm: which variant (unset: four players)"""
+    """deprecated (use players): Hokm's variant"""
     hand_players: builtins.int
-    """Hand: 2, 3 or 4 (0: 4)"""
+    """deprecated (use players): Hand's 2, 3 or 4"""
     def __init__(
         self,
         *,
         game_type: dast.v1.common_pb2.GameType.ValueType = ...,
+        players: builtins.int = ...,
         hokm_variant: dast.v1.hokm_pb2.HokmVariant.ValueType = ...,
         hand_players: builtins.int = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["game_type", b"game_type", "hand_players", b"hand_players", "hokm_variant", b"hokm_variant"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["game_type", b"game_type", "hand_players", b"hand_players", "hokm_variant", b"hokm_variant", "players", b"players"]) -> None: ...
 
 Global___QuickMatchRequest: typing_extensions.TypeAlias = QuickMatchRequest
 

@@ -6,7 +6,7 @@ The lobby: guest sign-in, tables, seats, bots, starting matches, and table updat
 Identity: SignInGuest is open (no token); it returns a player token that every other
 call carries as `authorization: Bearer <JWT>` metadata. A table holds the variant's
 number of seats; the host starts the match and empty seats get bots of the table's
-level (rules/hokm.md "What the app adds"). The lobby creates the match through
+level (docs/rules/hokm.md "What the app adds"). The lobby creates the match through
 GameService.CreateGame with its service token and records the game id on the table.
 
 Presence: a seated player whose Subscribe stream to the game has been gone longer than

@@ -24,19 +24,26 @@ _sym_db = _symbol_database.Default()
 
 from dast.v1 import hand_pb2 as dast_dot_v1_dot_hand__pb2
 from dast.v1 import hokm_pb2 as dast_dot_v1_dot_hokm__pb2
+from google.protobuf import any_pb2 as google_dot_protobuf_dot_any__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11\x64\x61st/v1/log.proto\x12\x07\x64\x61st.v1\x1a\x12\x64\x61st/v1/hand.proto\x1a\x12\x64\x61st/v1/hokm.proto\"\x8d\x01\n\x07\x43ommand\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\r\n\x05\x61t_ms\x18\x02 \x01(\x03\x12\x11\n\tautomatic\x18\x03 \x01(\x08\x12$\n\x04hokm\x18\x10 \x01(\x0b\x32\x14.dast.v1.HokmCommandH\x00\x12$\n\x04hand\x18\x11 \x01(\x0b\x32\x14.dast.v1.HandCommandH\x00\x42\x06\n\x04game\"\x9b\x01\n\x05\x45vent\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\r\n\x05\x61t_ms\x18\x02 \x01(\x03\x12\x11\n\tautomatic\x18\x03 \x01(\x08\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x04 \x01(\x03\x12\"\n\x04hokm\x18\x10 \x01(\x0b\x32\x12.dast.v1.HokmEventH\x00\x12\"\n\x04hand\x18\x11 \x01(\x0b\x32\x12.dast.v1.HandEventH\x00\x42\x06\n\x04game\"7\n\x08LogEntry\x12\x1d\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x0e.dast.v1.Event\x12\x0c\n\x04hash\x18\x02 \x01(\x0c\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11\x64\x61st/v1/log.proto\x12\x07\x64\x61st.v1\x1a\x12\x64\x61st/v1/hand.proto\x1a\x12\x64\x61st/v1/hokm.proto\x1a\x19google/protobuf/any.proto\"\xe0\x01\n\x07\x43ommand\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\r\n\x05\x61t_ms\x18\x02 \x01(\x03\x12\x11\n\tautomatic\x18\x03 \x01(\x08\x12$\n\x04hokm\x18\x10 \x01(\x0b\x32\x14.dast.v1.HokmCommandH\x00\x12$\n\x04hand\x18\x11 \x01(\x0b\x32\x14.dast.v1.HandCommandH\x00\x12%\n\x05other\x18\x0f \x01(\x0b\x32\x14.google.protobuf.AnyH\x00\x12*\n\x0cseat_control\x18\x04 \x01(\x0b\x32\x14.dast.v1.SeatControlB\x06\n\x04game\"\xee\x01\n\x05\x45vent\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\r\n\x05\x61t_ms\x18\x02 \x01(\x03\x12\x11\n\tautomatic\x18\x03 \x01(\x08\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x04 \x01(\x03\x12\"\n\x04hokm\x18\x10 \x01(\x0b\x32\x12.dast.v1.HokmEventH\x00\x12\"\n\x04hand\x18\x11 \x01(\x0b\x32\x12.dast.v1.HandEventH\x00\x12%\n\x05other\x18\x0f \x01(\x0b\x32\x14.google.protobuf.AnyH\x00\x12*\n\x0cseat_control\x18\x05 \x01(\x0b\x32\x14.dast.v1.SeatControlB\x06\n\x04game\"}\n\x0bSeatControl\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x0b\n\x03\x62ot\x18\x02 \x01(\x08\x12\x11\n\tbot_level\x18\x03 \x01(\t\x12*\n\x06reason\x18\x04 \x01(\x0e\x32\x1a.dast.v1.SeatControlReason\x12\x14\n\x0crequested_by\x18\x05 \x01(\t\"7\n\x08LogEntry\x12\x1d\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x0e.dast.v1.Event\x12\x0c\n\x04hash\x18\x02 \x01(\x0c\"a\n\x07LogSeal\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\x11\n\thead_hash\x18\x03 \x01(\x0c\x12\x12\n\npublic_key\x18\x04 \x01(\x0c\x12\x11\n\tsignature\x18\x05 \x01(\x0c*\xe6\x01\n\x11SeatControlReason\x12#\n\x1fSEAT_CONTROL_REASON_UNSPECIFIED\x10\x00\x12$\n SEAT_CONTROL_REASON_DISCONNECTED\x10\x01\x12!\n\x1dSEAT_CONTROL_REASON_TIMED_OUT\x10\x02\x12\x1c\n\x18SEAT_CONTROL_REASON_LEFT\x10\x03\x12#\n\x1fSEAT_CONTROL_REASON_RECONNECTED\x10\x04\x12 \n\x1cSEAT_CONTROL_REASON_REJOINED\x10\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'dast.v1.log_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_COMMAND']._serialized_start=71
-  _globals['_COMMAND']._serialized_end=212
-  _globals['_EVENT']._serialized_start=215
-  _globals['_EVENT']._serialized_end=370
-  _globals['_LOGENTRY']._serialized_start=372
-  _globals['_LOGENTRY']._serialized_end=427
+  _globals['_SEATCONTROLREASON']._serialized_start=849
+  _globals['_SEATCONTROLREASON']._serialized_end=1079
+  _globals['_COMMAND']._serialized_start=98
+  _globals['_COMMAND']._serialized_end=322
+  _globals['_EVENT']._serialized_start=325
+  _globals['_EVENT']._serialized_end=563
+  _globals['_SEATCONTROL']._serialized_start=565
+  _globals['_SEATCONTROL']._serialized_end=690
+  _globals['_LOGENTRY']._serialized_start=692
+  _globals['_LOGENTRY']._serialized_end=747
+  _globals['_LOGSEAL']._serialized_start=749
+  _globals['_LOGSEAL']._serialized_end=846
 # @@protoc_insertion_point(module_scope)

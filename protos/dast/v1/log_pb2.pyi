@@ -4,15 +4,26 @@ isort:skip_file
 The log: the envelope every game's commands and events travel in.
 
 A game's history is a sequence of `Event`s numbered from seq 1. Each stored event carries
-hash = sha256(prev_hash || canonical bytes of the Event), with prev_hash = 32 zero bytes
-for seq 1; canonical bytes are the proto3 binary encoding with fields in field-number
-order and no unknown fields (what every official protobuf runtime writes).
+the chain hash after it (engine/core/chain.py documents it for any language):
+  chain_key = HMAC-SHA256(key = server_seed, "dast/chain-key/v1")
+  salt(n)   = HMAC-SHA256(key = chain_key, "dast/event-salt/v1" || seq as 8-byte big-endian)
+  digest(n) = SHA-256(salt(n) || canonical bytes of Event n)
+  hash(n)   = SHA-256(hash(n-1) || digest(n)),  hash(0) = 32 zero bytes
+server_seed is the one the first event records in its `Fairness` (secret until the final
+event reveals it), so a seat's receipts (the hashes it is sent) hide every card it may
+not see until the match ends. Canonical bytes are the proto3 binary encoding of the whole,
+unredacted Event with fields in field-number order and no unknown fields (what every
+official protobuf runtime writes).
+
+The server signs the head of every finished log (`LogSeal`, Ed25519).
 """
 
 import builtins
 import dast.v1.hand_pb2
 import dast.v1.hokm_pb2
+import google.protobuf.any_pb2
 import google.protobuf.descriptor
+import google.protobuf.internal.enum_type_wrapper
 import google.protobuf.message
 import sys
 import typing
@@ -24,6 +35,40 @@ else:
 
 DESCRIPTOR: google.protobuf.descriptor.FileDescriptor
 
+class _SeatControlReason:
+    ValueType = typing.NewType("ValueType", builtins.int)
+    V: typing_extensions.TypeAlias = ValueType
+
+class _SeatControlReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTypeWrapper[_SeatControlReason.ValueType], builtins.type):
+    DESCRIPTOR: google.protobuf.descriptor.EnumDescriptor
+    SEAT_CONTROL_REASON_UNSPECIFIED: _SeatControlReason.ValueType  # 0
+    SEAT_CONTROL_REASON_DISCONNECTED: _SeatControlReason.ValueType  # 1
+    """no stream of the player anywhere for the grace period"""
+    SEAT_CONTROL_REASON_TIMED_OUT: _SeatControlReason.ValueType  # 2
+    """the player let their turns run out"""
+    SEAT_CONTROL_REASON_LEFT: _SeatControlReason.ValueType  # 3
+    """the player left the table mid-match"""
+    SEAT_CONTROL_REASON_RECONNECTED: _SeatControlReason.ValueType  # 4
+    """(a return) the player opened a stream again"""
+    SEAT_CONTROL_REASON_REJOINED: _SeatControlReason.ValueType  # 5
+    """(a return) the player joined the table again"""
+
+class SeatControlReason(_SeatControlReason, metaclass=_SeatControlReasonEnumTypeWrapper):
+    """Why a seat changed hands."""
+
+SEAT_CONTROL_REASON_UNSPECIFIED: SeatControlReason.ValueType  # 0
+SEAT_CONTROL_REASON_DISCONNECTED: SeatControlReason.ValueType  # 1
+"""no stream of the player anywhere for the grace period"""
+SEAT_CONTROL_REASON_TIMED_OUT: SeatControlReason.ValueType  # 2
+"""the player let their turns run out"""
+SEAT_CONTROL_REASON_LEFT: SeatControlReason.ValueType  # 3
+"""the player left the table mid-match"""
+SEAT_CONTROL_REASON_RECONNECTED: SeatControlReason.ValueType  # 4
+"""(a return) the player opened a stream again"""
+SEAT_CONTROL_REASON_REJOINED: SeatControlReason.ValueType  # 5
+"""(a return) the player joined the table again"""
+Global___SeatControlReason: typing_extensions.TypeAlias = SeatControlReason
+
 @typing.final
 class Command(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
@@ -33,6 +78,8 @@ class Command(google.protobuf.message.Message):
     AUTOMATIC_FIELD_NUMBER: builtins.int
     HOKM_FIELD_NUMBER: builtins.int
     HAND_FIELD_NUMBER: builtins.int
+    OTHER_FIELD_NUMBER: builtins.int
+    SEAT_CONTROL_FIELD_NUMBER: builtins.int
     seat: builtins.int
     """the seat that acts"""
     at_ms: builtins.int
@@ -43,6 +90,18 @@ class Command(google.protobuf.message.Message):
     def hokm(self) -> dast.v1.hokm_pb2.HokmCommand: ...
     @property
     def hand(self) -> dast.v1.hand_pb2.HandCommand: ...
+    @property
+    def other(self) -> google.protobuf.any_pb2.Any:
+        """A game outside this schema (registered at run time): its own command message,
+        packed. See "Games outside the schema" at the end of this file.
+        """
+
+    @property
+    def seat_control(self) -> Global___SeatControl:
+        """Instead of a game's command: who controls a seat (engine/core/control.py decides it,
+        the same for every game; the game's own rules never see it).
+        """
+
     def __init__(
         self,
         *,
@@ -51,10 +110,12 @@ class Command(google.protobuf.message.Message):
         automatic: builtins.bool = ...,
         hokm: dast.v1.hokm_pb2.HokmCommand | None = ...,
         hand: dast.v1.hand_pb2.HandCommand | None = ...,
+        other: google.protobuf.any_pb2.Any | None = ...,
+        seat_control: Global___SeatControl | None = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["game", b"game", "hand", b"hand", "hokm", b"hokm"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["at_ms", b"at_ms", "automatic", b"automatic", "game", b"game", "hand", b"hand", "hokm", b"hokm", "seat", b"seat"]) -> None: ...
-    def WhichOneof(self, oneof_group: typing.Literal["game", b"game"]) -> typing.Literal["hokm", "hand"] | None: ...
+    def HasField(self, field_name: typing.Literal["game", b"game", "hand", b"hand", "hokm", b"hokm", "other", b"other", "seat_control", b"seat_control"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["at_ms", b"at_ms", "automatic", b"automatic", "game", b"game", "hand", b"hand", "hokm", b"hokm", "other", b"other", "seat", b"seat", "seat_control", b"seat_control"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["game", b"game"]) -> typing.Literal["hokm", "hand", "other"] | None: ...
 
 Global___Command: typing_extensions.TypeAlias = Command
 
@@ -68,6 +129,8 @@ class Event(google.protobuf.message.Message):
     DEADLINE_MS_FIELD_NUMBER: builtins.int
     HOKM_FIELD_NUMBER: builtins.int
     HAND_FIELD_NUMBER: builtins.int
+    OTHER_FIELD_NUMBER: builtins.int
+    SEAT_CONTROL_FIELD_NUMBER: builtins.int
     seq: builtins.int
     """1-based position in the game's log"""
     at_ms: builtins.int
@@ -80,6 +143,17 @@ class Event(google.protobuf.message.Message):
     def hokm(self) -> dast.v1.hokm_pb2.HokmEvent: ...
     @property
     def hand(self) -> dast.v1.hand_pb2.HandEvent: ...
+    @property
+    def other(self) -> google.protobuf.any_pb2.Any:
+        """a game outside this schema: its event, packed"""
+
+    @property
+    def seat_control(self) -> Global___SeatControl:
+        """Instead of a game's event: who controls a seat from this event on. Public (never
+        redacted); it leaves the game's state and its turn as they were, and repeats the pending
+        `deadline_ms` of the event before it, so the turn runs out when it would have.
+        """
+
     def __init__(
         self,
         *,
@@ -89,12 +163,49 @@ class Event(google.protobuf.message.Message):
         deadline_ms: builtins.int = ...,
         hokm: dast.v1.hokm_pb2.HokmEvent | None = ...,
         hand: dast.v1.hand_pb2.HandEvent | None = ...,
+        other: google.protobuf.any_pb2.Any | None = ...,
+        seat_control: Global___SeatControl | None = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["game", b"game", "hand", b"hand", "hokm", b"hokm"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["at_ms", b"at_ms", "automatic", b"automatic", "deadline_ms", b"deadline_ms", "game", b"game", "hand", b"hand", "hokm", b"hokm", "seq", b"seq"]) -> None: ...
-    def WhichOneof(self, oneof_group: typing.Literal["game", b"game"]) -> typing.Literal["hokm", "hand"] | None: ...
+    def HasField(self, field_name: typing.Literal["game", b"game", "hand", b"hand", "hokm", b"hokm", "other", b"other", "seat_control", b"seat_control"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["at_ms", b"at_ms", "automatic", b"automatic", "deadline_ms", b"deadline_ms", "game", b"game", "hand", b"hand", "hokm", b"hokm", "other", b"other", "seat_control", b"seat_control", "seq", b"seq"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["game", b"game"]) -> typing.Literal["hokm", "hand", "other"] | None: ...
 
 Global___Event: typing_extensions.TypeAlias = Event
+
+@typing.final
+class SeatControl(google.protobuf.message.Message):
+    """A seat taken over by a bot (`bot` true) or handed back to its player (`bot` false). As
+    a command it is what a service asks for; as an event, the fact, with who asked.
+    """
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: builtins.int
+    BOT_FIELD_NUMBER: builtins.int
+    BOT_LEVEL_FIELD_NUMBER: builtins.int
+    REASON_FIELD_NUMBER: builtins.int
+    REQUESTED_BY_FIELD_NUMBER: builtins.int
+    seat: builtins.int
+    bot: builtins.bool
+    bot_level: builtins.str
+    """the level of the bot playing the seat (when `bot`)"""
+    reason: Global___SeatControlReason.ValueType
+    requested_by: builtins.str
+    """Who asked, as the game service knows the caller: "service:<id>" or "admin:<id>" for a
+    service or admin token, "player:<id>" for the seat's own player coming back.
+    """
+    def __init__(
+        self,
+        *,
+        seat: builtins.int = ...,
+        bot: builtins.bool = ...,
+        bot_level: builtins.str = ...,
+        reason: Global___SeatControlReason.ValueType = ...,
+        requested_by: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["bot", b"bot", "bot_level", b"bot_level", "reason", b"reason", "requested_by", b"requested_by", "seat", b"seat"]) -> None: ...
+
+Global___SeatControl: typing_extensions.TypeAlias = SeatControl
 
 @typing.final
 class LogEntry(google.protobuf.message.Message):
@@ -115,3 +226,41 @@ class LogEntry(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["event", b"event", "hash", b"hash"]) -> None: ...
 
 Global___LogEntry: typing_extensions.TypeAlias = LogEntry
+
+@typing.final
+class LogSeal(google.protobuf.message.Message):
+    """The server's signature over the head of a finished log. The signed message is
+      "dast/log-seal/v1" || 0x00 || uint32_be(len(game_id)) || game_id (UTF-8)
+      || uint64_be(seq) || head_hash
+    signed with Ed25519 (RFC 8032); engine/core/seal.py verifies it. An exported JSON Lines
+    log carries it as its last line: {"seal": <LogSeal in protobuf JSON>}.
+    """
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: builtins.int
+    SEQ_FIELD_NUMBER: builtins.int
+    HEAD_HASH_FIELD_NUMBER: builtins.int
+    PUBLIC_KEY_FIELD_NUMBER: builtins.int
+    SIGNATURE_FIELD_NUMBER: builtins.int
+    game_id: builtins.str
+    seq: builtins.int
+    """the seq of the log's last event"""
+    head_hash: builtins.bytes
+    """the chain hash after that event"""
+    public_key: builtins.bytes
+    """the raw 32-byte Ed25519 public key that signed"""
+    signature: builtins.bytes
+    """64 bytes"""
+    def __init__(
+        self,
+        *,
+        game_id: builtins.str = ...,
+        seq: builtins.int = ...,
+        head_hash: builtins.bytes = ...,
+        public_key: builtins.bytes = ...,
+        signature: builtins.bytes = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["game_id", b"game_id", "head_hash", b"head_hash", "public_key", b"public_key", "seq", b"seq", "signature", b"signature"]) -> None: ...
+
+Global___LogSeal: typing_extensions.TypeAlias = LogSeal

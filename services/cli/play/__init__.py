@@ -307,6 +307,9 @@ def _device_id(data_dir: str) -> str:
 
 def play(
     server: Annotated[str, typer.Option(help="host:port of the dast server.")] = "127.0.0.1:50051",
+    game_server: Annotated[str, typer.Option(
+        help="The game service, if apart from --server (several replicas: "
+             "ipv4:HOST:PORT,HOST:PORT).")] = "",
     name: Annotated[str, typer.Option(help="Your display name.")] = "",
     device: Annotated[str, typer.Option(help="Guest device id (default: kept in ~/.dast).")] = "",
     game: Annotated[str, typer.Option(help="hokm or hand.")] = "hokm",
@@ -322,7 +325,7 @@ def play(
 ) -> None:
     """Play Hokm or Hand in the terminal against bots or people on a dast server."""
     console = Console(highlight=False)
-    session = Session(server)
+    session = Session(server, game_server)
 
     def say(line: str) -> None:
         console.print(line, markup=False, highlight=False)

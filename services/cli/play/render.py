@@ -222,8 +222,27 @@ def _hand_event(event: hand_pb2.HandEvent) -> str | None:
     return None
 
 
+_SEAT_CONTROL_REASONS = {
+    log_pb2.SEAT_CONTROL_REASON_DISCONNECTED: "disconnected",
+    log_pb2.SEAT_CONTROL_REASON_TIMED_OUT: "timed out",
+    log_pb2.SEAT_CONTROL_REASON_LEFT: "left",
+    log_pb2.SEAT_CONTROL_REASON_RECONNECTED: "reconnected",
+    log_pb2.SEAT_CONTROL_REASON_REJOINED: "rejoined",
+}
+
+
+def _seat_control_line(control: log_pb2.SeatControl) -> str:
+    reason = _SEAT_CONTROL_REASONS.get(control.reason)
+    why = f" ({reason})" if reason else ""
+    if control.bot:
+        return f"a {control.bot_level} bot plays seat {control.seat}{why}"
+    return f"seat {control.seat} is its player's again{why}"
+
+
 def event_line(event: log_pb2.Event) -> str | None:
     """One line for a (redacted) event, or None for events not worth a line."""
+    if event.HasField("seat_control"):
+        return _seat_control_line(event.seat_control)
     game = event.WhichOneof("game")
     text = _hokm_event(event.hokm) if game == "hokm" else _hand_event(event.hand)
     if text is not None and event.automatic:

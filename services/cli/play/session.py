@@ -16,6 +16,9 @@ from typing import Any
 import grpc
 
 from dast.v1 import game_pb2, game_pb2_grpc, lobby_pb2, lobby_pb2_grpc, log_pb2
+from engine.core.payload import put
+from engine.registry import GAMES_BY_NAME
+from services.platform.channels import CHANNEL_OPTIONS
 
 STREAM_ENDED = None
 """Queued when the game stream ends (the match is over, or the connection dropped)."""
@@ -23,22 +26,33 @@ STREAM_ENDED = None
 
 @dataclass
 class Session:
-    """A signed-in guest talking to one dast server."""
+    """A signed-in guest talking to a dast lobby and game service.
+
+    ``target`` serves the lobby, and the game service too unless ``game_target`` names it
+    apart (in a deployment of separate processes; it may list several replicas, which the
+    client balances: :mod:`services.platform.channels`).
+    """
 
     target: str
+    game_target: str = ""
     player_id: str = ""
     display_name: str = ""
     token: str = ""
     channel: grpc.Channel = field(init=False)
+    game_channel: grpc.Channel = field(init=False)
     lobby: lobby_pb2_grpc.LobbyServiceStub = field(init=False)
     game: game_pb2_grpc.GameServiceStub = field(init=False)
     events: queue.Queue[log_pb2.Event | None] = field(default_factory=queue.Queue)
     _stream: Any = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        self.channel = grpc.insecure_channel(self.target)
+        self.channel = grpc.insecure_channel(self.target, options=CHANNEL_OPTIONS)
+        self.game_channel = (
+            grpc.insecure_channel(self.game_target, options=CHANNEL_OPTIONS)
+            if self.game_target and self.game_target != self.target else self.channel
+        )
         self.lobby = lobby_pb2_grpc.LobbyServiceStub(self.channel)
-        self.game = game_pb2_grpc.GameServiceStub(self.channel)
+        self.game = game_pb2_grpc.GameServiceStub(self.game_channel)
 
     def sign_in(self, device_id: str, display_name: str) -> None:
         """Sign in as the device's guest.
@@ -91,7 +105,7 @@ class Session:
         request = game_pb2.SubmitCommandRequest(
             game_id=game_id, command_id=f"{self.player_id}:{seq}", expected_seq=seq
         )
-        getattr(request, game).CopyFrom(command)
+        put(request, GAMES_BY_NAME[game].SCHEMA, command)
         self.call("SubmitCommand", request)
 
     def follow(self, game_id: str, after_seq: int = 0) -> None:
@@ -118,6 +132,8 @@ class Session:
             self._stream = None
 
     def close(self) -> None:
-        """Close the stream and the channel."""
+        """Close the stream and the channels."""
         self.unfollow()
+        if self.game_channel is not self.channel:
+            self.game_channel.close()
         self.channel.close()

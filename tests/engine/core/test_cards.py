@@ -1,4 +1,4 @@
-"""Card identities and notation (engine/core/cards.py; rules/hokm.md "Cards")."""
+"""Card identities and notation (engine/core/cards.py; docs/rules/hokm.md "Cards")."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_card_name_round_trips_through_parse_card(card: int, ascii_only: bool) -
 
 
 def test_suit_order_is_the_hokm_tie_break_order() -> None:
-    # rules/hokm.md "Cards": ♠ > ♥ > ♣ > ♦ only breaks ties when choosing the hakem.
+    # docs/rules/hokm.md "Cards": ♠ > ♥ > ♣ > ♦ only breaks ties when choosing the hakem.
     assert [card_name(card_of(s, Rank.ACE)) for s in Suit] == ["A♠", "A♥", "A♣", "A♦"]
     assert [parse_suit(t) for t in ("♠", "h", "C", "♦")] == list(Suit)
     with pytest.raises(CardNotationError):
@@ -67,7 +67,7 @@ def test_suit_order_is_the_hokm_tie_break_order() -> None:
 
 
 def test_rank_order_is_ace_high_two_low() -> None:
-    # rules/hokm.md "Cards": A K Q J 10 9 8 7 6 5 4 3 2, high to low.
+    # docs/rules/hokm.md "Cards": A K Q J 10 9 8 7 6 5 4 3 2, high to low.
     order = [card_name(card_of(Suit.SPADES, r)) for r in sorted(Rank, reverse=True)]
     assert order == ["A♠", "K♠", "Q♠", "J♠", "10♠", "9♠", "8♠", "7♠", "6♠", "5♠", "4♠", "3♠", "2♠"]
 

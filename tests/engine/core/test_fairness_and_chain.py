@@ -1,12 +1,22 @@
-"""Seed commitment, deck key and the event hash chain (DESIGN.md "Provably fair deals",
+"""Seed commitment, deck key and the event hash chain (docs/architecture.md "Provably fair deals",
 "Tamper evidence")."""
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 
-from dast.v1 import log_pb2
-from engine.core.chain import GENESIS_HASH, chain_entries, chain_hash, find_chain_break
+from dast.v1 import common_pb2, hokm_pb2, log_pb2
+from engine.core.chain import (
+    GENESIS_HASH,
+    chain_entries,
+    chain_hash,
+    chain_key,
+    chain_log,
+    event_salt,
+    find_chain_break,
+    recorded_server_seed,
+)
 from engine.core.fairness import commit, deck_key, is_commitment_of
 from engine.core.logformat import LogFormatError, dump_jsonl, load_jsonl
 
@@ -33,33 +43,54 @@ def _events(n: int) -> list[log_pb2.Event]:
     return [log_pb2.Event(seq=i + 1, at_ms=1000 * i) for i in range(n)]
 
 
-def test_chain_links_each_event_to_the_previous_hash() -> None:
-    entries = chain_entries(_events(3))
+def _seeded_start(seed: bytes) -> log_pb2.Event:
+    fairness = common_pb2.Fairness(server_seed=seed)
+    started = hokm_pb2.HokmMatchStarted(fairness=fairness)
+    return log_pb2.Event(seq=1, hokm=hokm_pb2.HokmEvent(match_started=started))
+
+
+def test_chain_follows_the_documented_salted_construction() -> None:
+    # engine/core/chain.py, written out again from its docstring, as another language would.
+    seed = bytes(range(32))
+    events = [_seeded_start(seed), *_events(3)[1:]]
+    key = hmac.digest(seed, b"dast/chain-key/v1", "sha256")
     prev = GENESIS_HASH
-    for entry in entries:
-        expected = hashlib.sha256(prev + entry.event.SerializeToString(deterministic=True))
-        assert entry.hash == expected.digest() == chain_hash(prev, entry.event)
+    for entry in chain_log(events):
+        seq = entry.event.seq.to_bytes(8, "big")
+        salt = hmac.digest(key, b"dast/event-salt/v1" + seq, "sha256")
+        digest = hashlib.sha256(salt + entry.event.SerializeToString(deterministic=True))
+        expected = hashlib.sha256(prev + digest.digest()).digest()
+        assert entry.hash == expected == chain_hash(prev, entry.event, chain_key(seed))
         prev = entry.hash
-    assert find_chain_break(entries) is None
+    assert recorded_server_seed(events[0]) == seed
+
+
+def test_chain_key_comes_from_the_first_events_server_seed() -> None:
+    plain = chain_log(_events(2))
+    seeded = chain_log([_seeded_start(b"s" * 32), *_events(2)[1:]])
+    assert find_chain_break(plain) is None and find_chain_break(seeded) is None
+    # The same log chained under a key other than its recorded seed's does not verify.
+    wrong_key = chain_entries([e.event for e in seeded], key=chain_key(b"t" * 32))
+    assert find_chain_break(wrong_key) is not None
 
 
 def test_chain_detects_an_edited_event_a_forged_hash_and_a_gap() -> None:
-    edited = chain_entries(_events(3))
+    edited = chain_log(_events(3))
     edited[1].event.at_ms += 1
     assert find_chain_break(edited) is not None
     assert find_chain_break(edited).index == 1  # type: ignore[union-attr]
 
-    forged = chain_entries(_events(3))
+    forged = chain_log(_events(3))
     forged[2].hash = bytes(32)
     assert find_chain_break(forged).index == 2  # type: ignore[union-attr]
 
-    gap = chain_entries(_events(3))
+    gap = chain_log(_events(3))
     del gap[1]
     assert find_chain_break(gap) is not None
 
 
 def test_jsonl_round_trip_and_errors() -> None:
-    entries = chain_entries(_events(2))
+    entries = chain_log(_events(2))
     text = dump_jsonl(entries)
     assert text.count("\n") == 2
     assert load_jsonl(text) == entries
@@ -69,3 +100,10 @@ def test_jsonl_round_trip_and_errors() -> None:
         assert "line 3" in str(error)
     else:
         raise AssertionError("garbage must not parse")
+
+
+def test_event_salt_is_hmac_sha256_for_keys_of_any_length() -> None:
+    for key in (b"", b"k" * 32, b"x" * 64, b"y" * 100):
+        for seq in (1, 300, 2**40):
+            message = b"dast/event-salt/v1" + seq.to_bytes(8, "big")
+            assert event_salt(key, seq) == hmac.digest(key, message, "sha256")

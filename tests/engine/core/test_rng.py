@@ -1,4 +1,4 @@
-"""The deterministic generator (engine/core/rng.py; DESIGN.md "The game protocol")."""
+"""The deterministic generator (engine/core/rng.py; docs/architecture.md "The game protocol")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The bots (DESIGN.md "Bots"): pure policies over the seat's view, always legal."""
+"""The bots (docs/architecture.md "Bots"): pure policies over the seat's view, always legal."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ RNG = DeterministicRandom(b"bots", "test")
 
 
 def test_greedy_opens_with_the_solvers_best_opening() -> None:
-    # rules/hand.md "What the bot and the client need": greedy meld choice is wrong
+    # docs/rules/hand.md "What the bot and the client need": greedy meld choice is wrong
     # (6♠7♠8♠ + 6♣7♣8♣ + 8♦: taking 8♠8♣8♦ as a set strands the rest).
     state = turn_of(table(["6♠ 7♠ 8♠ 6♣ 7♣ 8♣ 8♦ K♠ K♥ K♣ 2♦", "2♥"]), 0, phase=Phase.PLAY)
     chosen = greedy_policy(hand.view(state, 0), RNG)

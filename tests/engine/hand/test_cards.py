@@ -1,4 +1,4 @@
-"""Hand's card identities, notation and values (rules/hand.md "Cards")."""
+"""Hand's card identities, notation and values (docs/rules/hand.md "Cards")."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from engine.hand.cards import (
 
 
 def test_deck_has_two_packs_and_two_jokers() -> None:
-    # rules/hand.md "Cards": 106 cards, every natural twice, each with its own identity
+    # docs/rules/hand.md "Cards": 106 cards, every natural twice, each with its own identity
     assert DECK_SIZE == 106 and JOKERS == (104, 105)
     assert FULL_DECK.bit_count() == 106
     faces = [natural_of(c) for c in range(104)]
@@ -43,7 +43,7 @@ def test_identity_is_copy_suit_rank() -> None:
 
 
 def test_jokers_have_no_natural_face() -> None:
-    # rules/hand.md "Melds": a joker only stands for a card a meld states
+    # docs/rules/hand.md "Melds": a joker only stands for a card a meld states
     for joker in JOKERS:
         with pytest.raises(ValueError):
             natural_of(joker)
@@ -70,7 +70,7 @@ def test_bad_notation_is_rejected(text: str) -> None:
 
 
 def test_opening_values() -> None:
-    # rules/hand.md "Cards": 2-10 face value, J/Q/K 10, A 11, low ace ace_low_value (1)
+    # docs/rules/hand.md "Cards": 2-10 face value, J/Q/K 10, A 11, low ace ace_low_value (1)
     assert opening_value(parse_card("7♣"), ace_low=False) == 7
     assert opening_value(parse_card("10♣"), ace_low=False) == 10
     assert [opening_value(parse_card(t), ace_low=False) for t in ("J♠", "Q♠", "K♠")] == [10] * 3
@@ -81,7 +81,7 @@ def test_opening_values() -> None:
 
 
 def test_penalty_values() -> None:
-    # rules/hand.md "Cards": penalties as opening values with A = 11 always, joker 15
+    # docs/rules/hand.md "Cards": penalties as opening values with A = 11 always, joker 15
     assert penalty_value(parse_hand_card("A♦'")) == 11
     assert penalty_value(parse_hand_card("K♦")) == 10
     assert penalty_value(parse_hand_card("3♠")) == 3

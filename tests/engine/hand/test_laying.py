@@ -1,4 +1,4 @@
-"""Laying melds, the opening, lay-offs and joker retrieval in a match (rules/hand.md
+"""Laying melds, the opening, lay-offs and joker retrieval in a match (docs/rules/hand.md
 "Melds", "A turn" 2). Meld shapes themselves are tested with engine.hand.melds."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def playing(hand_text: str, *, opened: bool = False, rules: hand_pb2.HandRules |
     """Seat 0 after its draw, holding ``hand_text``; seat 1 holds a few cards."""
     state = table([hand_text, "2♥ 3♥ 4♦"], rules=rules)
     state = turn_of(state, 0, phase=Phase.PLAY, opened=[0] if opened else [])
-    return replace(state, melds=melds)
+    return replace(state, melds=melds, turn_first_meld=len(melds))
 
 
 def on_table(meld_id: int, owner: int, text: str, **jokers: str) -> TableMeld:
@@ -38,7 +38,7 @@ def violation(state: HandState, **move: object) -> str:
 
 
 def test_an_opening_below_open_min_is_refused() -> None:
-    # rules/hand.md "Opening": the first lay-down totals at least 51 (open_min).
+    # docs/rules/hand.md "Opening": the first lay-down totals at least 51 (open_min).
     state = playing("10♠ J♠ Q♠ 2♥ 2♣ 2♦ 9♦ 5♣")
     assert violation(state, lay_melds=lay(spec("10♠ J♠ Q♠"), spec("2♥ 2♣ 2♦"))) == (
         HandCode.OPENING_BELOW_MINIMUM
@@ -46,7 +46,7 @@ def test_an_opening_below_open_min_is_refused() -> None:
 
 
 def test_the_opening_counts_every_new_meld_of_the_command() -> None:
-    # rules/hand.md "Opening": counted over the new melds of that turn (one LayMelds).
+    # docs/rules/hand.md "Opening": counted over the new melds of that turn (one LayMelds).
     state = playing("K♠ K♥ K♣ 10♦ J♦ Q♦ 9♦ 2♣")
     events, after = act(state, 0, lay_melds=lay(spec("K♠ K♥ K♣"), spec("10♦ J♦ Q♦")))
     laid = events[0].hand.melds_laid
@@ -74,7 +74,7 @@ def test_open_min_option_sets_the_threshold() -> None:
 
 @pytest.mark.parametrize(("ace_low_value", "total"), [(None, 66), (11, 76)])
 def test_the_low_ace_of_a_2_3_counts_ace_low_value(ace_low_value: int | None, total: int) -> None:
-    # rules/hand.md "Cards": A counts 1 in A-2-3 (option ace_low_value, default 1 per 002).
+    # docs/rules/hand.md "Cards": A counts 1 in A-2-3 (option ace_low_value, default 1).
     rules = hand_pb2.HandRules()
     if ace_low_value is not None:
         rules.ace_low_value = ace_low_value
@@ -85,7 +85,7 @@ def test_the_low_ace_of_a_2_3_counts_ace_low_value(ace_low_value: int | None, to
 
 
 def test_a_joker_counts_as_the_card_it_stands_for_and_is_recorded_with_it() -> None:
-    # rules/hand.md "Cards" and "Melds": the meld states which card each joker stands for.
+    # docs/rules/hand.md "Cards" and "Melds": the meld states which card each joker stands for.
     state = playing("K♠ JK1 K♣ Q♦ J♦ 10♦ 4♥")
     events, _after = act(state, 0, lay_melds=lay(spec("K♠ JK1 K♣", JK1="K♥"), spec("10♦ J♦ Q♦")))
     assert events[0].hand.melds_laid.total == 60
@@ -102,7 +102,7 @@ def test_a_joker_without_its_face_is_a_malformed_meld() -> None:
 
 @pytest.mark.parametrize(("max_jokers", "accepted"), [(None, False), (2, True)])
 def test_max_jokers_per_meld(max_jokers: int | None, accepted: bool) -> None:
-    # rules/hand.md "Melds": at most one joker per meld (option max_jokers_per_meld).
+    # docs/rules/hand.md "Melds": at most one joker per meld (option max_jokers_per_meld).
     rules = hand_pb2.HandRules()
     if max_jokers is not None:
         rules.max_jokers_per_meld = max_jokers
@@ -116,7 +116,7 @@ def test_max_jokers_per_meld(max_jokers: int | None, accepted: bool) -> None:
 
 
 def test_an_invalid_meld_is_refused_with_its_meld_code() -> None:
-    # rules/hand.md "Melds": no K-A-2 wrap.
+    # docs/rules/hand.md "Melds": no K-A-2 wrap.
     state = playing("K♥ A♥ 2♥ Q♦ J♦ 10♦ 4♥", opened=True)
     assert violation(state, lay_melds=lay(spec("K♥ A♥ 2♥"))) == HandCode.RUN_WRAPS
 
@@ -127,7 +127,7 @@ def test_must_beat_previous(must_beat: bool, code: str | None) -> None:
     # Option must_beat_previous (the "Saudi" preset): exceed the highest opening so far.
     state = playing("K♠ K♥ K♣ 10♦ J♦ Q♦ 9♦ 2♣",
                     rules=hand_pb2.HandRules(must_beat_previous=must_beat))
-    state = replace(state, highest_opening=60)
+    state = replace(state, highest_opening=60, opening_to_beat=60)
     melds = lay(spec("K♠ K♥ K♣"), spec("10♦ J♦ Q♦"))
     if code is None:
         act(state, 0, lay_melds=melds)
@@ -138,7 +138,7 @@ def test_must_beat_previous(must_beat: bool, code: str | None) -> None:
 
 
 def test_lay_offs_come_only_after_opening() -> None:
-    # rules/hand.md "Opening": lay-offs do not count and are not allowed before opening.
+    # docs/rules/hand.md "Opening": lay-offs do not count and are not allowed before opening.
     run = on_table(0, 1, "6♠ 7♠ 8♠")
     state = playing("9♠ 2♦ 3♣", melds=(run,))
     move = hand_pb2.LayOff(meld_id=0, card=cards("9♠")[0])
@@ -147,7 +147,7 @@ def test_lay_offs_come_only_after_opening() -> None:
 
 
 def test_an_opened_player_lays_off_on_any_meld_on_the_table() -> None:
-    # rules/hand.md "A turn" 2 (002): onto any meld, one's own or others'.
+    # docs/rules/hand.md "A turn" 2: onto any meld, one's own or others'.
     run = on_table(0, 1, "6♠ 7♠ 8♠")
     state = playing("9♠ JK1 3♣", opened=True, melds=(run,))
     listed = [
@@ -158,7 +158,7 @@ def test_an_opened_player_lays_off_on_any_meld_on_the_table() -> None:
     ]
     events, after = act(state, 0, lay_off=hand_pb2.LayOff(meld_id=0, card=cards("9♠")[0]))
     assert list(events[0].hand.card_laid_off.meld.cards) == cards("6♠ 7♠ 8♠ 9♠")
-    assert after.melds[0].owner == 1 and after.laid_off_this_turn
+    assert after.melds[0].owner == 1 and after.used_older_melds
     assert violation(after, lay_off=hand_pb2.LayOff(meld_id=3, card=104, joker_face=5)) == (
         HandCode.NO_SUCH_MELD
     )
@@ -168,7 +168,7 @@ def test_an_opened_player_lays_off_on_any_meld_on_the_table() -> None:
 
 
 def test_the_last_card_is_never_melded_or_laid_off() -> None:
-    # rules/hand.md "A turn" 3: a player always ends the turn by discarding.
+    # docs/rules/hand.md "A turn" 3: a player always ends the turn by discarding.
     run = on_table(0, 1, "6♠ 7♠ 8♠")
     state = playing("9♠", opened=True, melds=(run,))
     move = hand_pb2.LayOff(meld_id=0, card=cards("9♠")[0])
@@ -178,7 +178,7 @@ def test_the_last_card_is_never_melded_or_laid_off() -> None:
 
 
 def test_a_run_joker_is_retrieved_only_with_the_exact_card() -> None:
-    # rules/hand.md "Joker retrieval": in a run the exact card is needed.
+    # docs/rules/hand.md "Joker retrieval": in a run the exact card is needed.
     run = on_table(0, 1, "5♠ JK1 7♠", JK1="6♠")
     state = playing("6♠' 6♥ 2♦", opened=True, melds=(run,))
     assert violation(state, retrieve_joker=hand_pb2.RetrieveJoker(
@@ -191,7 +191,7 @@ def test_a_run_joker_is_retrieved_only_with_the_exact_card() -> None:
 
 
 def test_a_set_of_two_naturals_gives_its_joker_only_for_both_missing_suits() -> None:
-    # rules/hand.md "Joker retrieval" (002: "only by placing two cards").
+    # docs/rules/hand.md "Joker retrieval": both missing suits at once.
     group = on_table(0, 1, "K♠ K♥ JK2", JK2="K♣")
     state = playing("K♣ K♦ 2♦", opened=True, melds=(group,))
     one = hand_pb2.RetrieveJoker(meld_id=0, cards=cards("K♣"))
@@ -202,7 +202,7 @@ def test_a_set_of_two_naturals_gives_its_joker_only_for_both_missing_suits() -> 
 
 
 def test_a_set_of_three_naturals_gives_its_joker_for_the_missing_suit() -> None:
-    # rules/hand.md "Joker retrieval": in a set of three naturals and a joker, the one
+    # docs/rules/hand.md "Joker retrieval": in a set of three naturals and a joker, the one
     # missing suit.
     group = on_table(0, 1, "K♠ K♥ K♣ JK1", JK1="K♦")
     state = playing("K♦' 2♦", opened=True, melds=(group,))
@@ -218,7 +218,7 @@ def test_joker_retrieval_needs_an_opened_player() -> None:
 
 
 def test_legal_lists_the_best_opening_and_candidate_melds_without_combinations() -> None:
-    # rules/hand.md "What the bot and the client need": a compact description of openings.
+    # docs/rules/hand.md "What the bot and the client need": a compact description of openings.
     state = playing("6♠ 7♠ 8♠ 6♣ 7♣ 8♣ 8♦ K♠ K♥ K♣ 2♦")
     lays = [c.hand.lay_melds for c in hand.legal(state, 0)
             if c.hand.WhichOneof("kind") == "lay_melds"]

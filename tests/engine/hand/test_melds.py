@@ -1,6 +1,8 @@
-"""Meld validation: every rule of rules/hand.md "Melds", each invalid way with its own code."""
+"""Meld validation: every rule of docs/rules/hand.md "Melds", each invalid way with its own code."""
 
 from __future__ import annotations
+
+import random
 
 import pytest
 from hypothesis import given, settings
@@ -8,9 +10,18 @@ from hypothesis import strategies as st
 
 from engine.core.cards import parse_card
 from engine.core.errors import InvalidCommand, RuleViolation
-from engine.hand.cards import hand_cards_text, parse_hand_cards
+from engine.hand.cards import hand_cards_text, is_joker, parse_hand_cards
 from engine.hand.errors import HandCode
-from engine.hand.melds import Meld, MeldKind, meld_text, meld_value, validate_meld
+from engine.hand.melds import (
+    Meld,
+    MeldKind,
+    candidate_melds,
+    extension_faces,
+    lay_off,
+    meld_text,
+    meld_value,
+    validate_meld,
+)
 
 
 def meld(text: str, *, max_jokers: int = 1, **joker_faces: str) -> Meld:
@@ -28,7 +39,7 @@ def code_of(text: str, *, max_jokers: int = 1, **joker_faces: str) -> str:
 # ---- valid melds ----
 
 def test_set_of_three_and_of_four_different_suits() -> None:
-    # rules/hand.md "Melds": a set is 3 or 4 cards of one rank in different suits
+    # docs/rules/hand.md "Melds": a set is 3 or 4 cards of one rank in different suits
     three = meld("7♦ 7♠ 7♣'")
     assert three.kind is MeldKind.SET
     assert meld_text(three) == "7♠ 7♣' 7♦"  # sets in suit order
@@ -36,19 +47,19 @@ def test_set_of_three_and_of_four_different_suits() -> None:
 
 
 def test_run_of_three_or_more_consecutive_one_suit() -> None:
-    # rules/hand.md "Melds": a run is 3+ consecutive cards of one suit, given in any order
+    # docs/rules/hand.md "Melds": a run is 3+ consecutive cards of one suit, given in any order
     run = meld("9♥ 7♥ 8♥' 10♥")
     assert run.kind is MeldKind.RUN
     assert meld_text(run) == "7♥ 8♥' 9♥ 10♥"
 
 
 def test_ace_high_run_q_k_a_is_valid() -> None:
-    # rules/hand.md "Melds": ace high (Q-K-A)
+    # docs/rules/hand.md "Melds": ace high (Q-K-A)
     assert meld_text(meld("A♣ Q♣ K♣")) == "Q♣ K♣ A♣"
 
 
 def test_ace_low_run_a_2_3_is_valid_and_ace_counts_low() -> None:
-    # rules/hand.md "Melds": ace low (A-2-3); "Cards": the low ace counts ace_low_value
+    # docs/rules/hand.md "Melds": ace low (A-2-3); "Cards": the low ace counts ace_low_value
     run = meld("3♦ A♦ 2♦")
     assert meld_text(run) == "A♦ 2♦ 3♦"
     assert meld_value(run) == 1 + 2 + 3
@@ -56,7 +67,7 @@ def test_ace_low_run_a_2_3_is_valid_and_ace_counts_low() -> None:
 
 
 def test_thirteen_card_runs_ace_low_or_ace_high() -> None:
-    # rules/hand.md "Melds": ace low or high but never both: 13 cards is the longest run
+    # docs/rules/hand.md "Melds": ace low or high but never both: 13 cards is the longest run
     high = meld("2♠ 3♠ 4♠ 5♠ 6♠ 7♠ 8♠ 9♠ 10♠ J♠ Q♠ K♠ A♠")
     assert high.faces[-1] == parse_card("A♠")
     # the same 13 ranks read either way; the ace then counts high (the better reading)
@@ -66,7 +77,7 @@ def test_thirteen_card_runs_ace_low_or_ace_high() -> None:
 
 
 def test_joker_stands_for_a_stated_card_and_counts_as_it() -> None:
-    # rules/hand.md "Melds"/"Cards": the joker stands for the stated card and counts as it
+    # docs/rules/hand.md "Melds"/"Cards": the joker stands for the stated card and counts as it
     run = meld("5♠ JK1 7♠", JK1="6♠")
     assert meld_text(run) == "5♠ JK1=6♠ 7♠" and meld_value(run) == 18
     end = meld("J♥ Q♥ JK2", JK2="K♥")
@@ -77,7 +88,7 @@ def test_joker_stands_for_a_stated_card_and_counts_as_it() -> None:
 
 
 def test_two_jokers_allowed_with_option_max_jokers_per_meld() -> None:
-    # rules/hand.md option max_jokers_per_meld
+    # docs/rules/hand.md option max_jokers_per_meld
     run = meld("5♠ JK1 7♠ JK2", max_jokers=2, JK1="6♠", JK2="8♠")
     assert meld_text(run) == "5♠ JK1=6♠ 7♠ JK2=8♠"
 
@@ -93,7 +104,7 @@ def test_set_value_and_meld_is_a_plain_value() -> None:
 @pytest.mark.parametrize(
     ("text", "faces", "code"),
     [
-        # rules/hand.md "Melds": 3 or more cards
+        # docs/rules/hand.md "Melds": 3 or more cards
         ("5♠ 6♠", {}, HandCode.MELD_TOO_SHORT),
         # a physical card is in one place only
         ("5♠ 5♠ 6♠ 7♠", {}, HandCode.DUPLICATE_CARD),
@@ -168,7 +179,7 @@ def test_message_names_the_cards() -> None:
 
 
 def _is_meld_by_definition(faces: list[int], naturals: int, jokers: int) -> bool:
-    """rules/hand.md "Melds" read literally, independent of validate_meld's code paths."""
+    """docs/rules/hand.md "Melds" read literally, independent of validate_meld's code paths."""
     if len(faces) < 3 or jokers > 1 or naturals < 2 or len(set(faces)) != len(faces):
         return False
     ranks = {f % 13 for f in faces}
@@ -213,7 +224,7 @@ def near_melds(draw: st.DrawFn) -> tuple[list[int], dict[int, int]]:
 def test_validate_meld_accepts_exactly_the_melds_of_the_rules(
     meld_and_faces: tuple[list[int], dict[int, int]],
 ) -> None:
-    # rules/hand.md "Melds", read literally by _is_meld_by_definition
+    # docs/rules/hand.md "Melds", read literally by _is_meld_by_definition
     cards, stated = meld_and_faces
     faces = [stated[c] if c in stated else c % 52 for c in cards]
     expected = len(set(cards)) == len(cards) and _is_meld_by_definition(
@@ -224,3 +235,34 @@ def test_validate_meld_accepts_exactly_the_melds_of_the_rules(
         assert not expected, hand_cards_text(cards)
     else:
         assert expected, hand_cards_text(cards)
+
+
+def test_extension_faces_are_exactly_the_lay_offs_accepted() -> None:
+    # docs/rules/hand.md "A turn" 2: legal lists lay-offs from extension_faces without trying
+    # them; over every meld 8 random hands can form, it must agree with lay_off.
+    rng = random.Random(15)
+    checked = 0
+    for _ in range(8):
+        deck = list(range(106))
+        rng.shuffle(deck)
+        for meld in candidate_melds(deck[:30], max_jokers=2):
+            faces = set(extension_faces(meld))
+            jokers = sum(1 for c in meld.cards if is_joker(c))
+            for face in range(52):
+                card = face if face not in meld.cards else 52 + face
+                accepted = True
+                try:
+                    lay_off(meld, card, max_jokers=2)
+                except RuleViolation:
+                    accepted = False
+                assert accepted == (face in faces), (meld_text(meld), face)
+                for max_jokers in (1, 2):
+                    joker = next(j for j in (104, 105) if j not in meld.cards)
+                    try:
+                        lay_off(meld, joker, face, max_jokers=max_jokers)
+                        fits = True
+                    except RuleViolation:
+                        fits = False
+                    assert fits == (face in faces and jokers < max_jokers)
+                checked += 1
+    assert checked > 2_000

@@ -1,6 +1,6 @@
 """Table operations on melds: lay-off, joker retrieval, candidate listing.
 
-rules/hand.md "A turn" (lay off onto any meld), "Melds" (joker retrieval, ``002``).
+docs/rules/hand.md "A turn" (lay off onto any meld), "Melds" (joker retrieval).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def refused(code: HandCode, call: object, *args: object, **kwargs: object) -> No
 # ---- lay-off ----
 
 def test_lay_off_extends_a_run_at_either_end() -> None:
-    # rules/hand.md "A turn": lay off single cards onto any meld on the table
+    # docs/rules/hand.md "A turn": lay off single cards onto any meld on the table
     run = meld("5♠ 6♠ 7♠")
     assert meld_text(lay_off(run, card("4♠'"))) == "4♠' 5♠ 6♠ 7♠"
     assert meld_text(lay_off(run, card("8♠"))) == "5♠ 6♠ 7♠ 8♠"
@@ -59,14 +59,14 @@ def test_lay_off_completes_a_set_with_a_missing_suit() -> None:
 
 
 def test_lay_off_ace_onto_either_end_but_never_wrapping() -> None:
-    # rules/hand.md "Melds": Q-K-A and A-2-3, never K-A-2
+    # docs/rules/hand.md "Melds": Q-K-A and A-2-3, never K-A-2
     assert meld_text(lay_off(meld("J♥ Q♥ K♥"), card("A♥"))) == "J♥ Q♥ K♥ A♥"
     assert meld_text(lay_off(meld("2♥ 3♥ 4♥"), card("A♥"))) == "A♥ 2♥ 3♥ 4♥"
     refused(HandCode.CANNOT_LAY_OFF, lay_off, meld("Q♥ K♥ A♥"), card("2♥"))
 
 
 def test_lay_off_joker_needs_a_face_and_respects_one_joker_per_meld() -> None:
-    # rules/hand.md "Melds": the meld states the joker's card; at most one joker per meld
+    # docs/rules/hand.md "Melds": the meld states the joker's card; at most one joker per meld
     run = meld("5♠ 6♠ 7♠")
     refused(HandCode.CANNOT_LAY_OFF, lay_off, run, 104)
     extended = lay_off(run, 104, parse_card("8♠"))
@@ -92,7 +92,7 @@ def test_lay_off_refuses_cards_that_do_not_extend(table: str, laid: str) -> None
 
 
 def test_lay_off_keeps_the_jokers_stated_faces() -> None:
-    # rules/hand.md "Melds": a run's end joker is fixed from then on
+    # docs/rules/hand.md "Melds": a run's end joker is fixed from then on
     run = meld("5♠ 6♠ JK1", JK1="7♠")
     refused(HandCode.CANNOT_LAY_OFF, lay_off, run, card("7♠"))
     assert meld_text(lay_off(run, card("8♠"))) == "5♠ 6♠ JK1=7♠ 8♠"
@@ -101,7 +101,7 @@ def test_lay_off_keeps_the_jokers_stated_faces() -> None:
 # ---- joker retrieval ----
 
 def test_retrieve_run_joker_with_the_exact_card() -> None:
-    # rules/hand.md "Joker retrieval": in a run the exact card is needed
+    # docs/rules/hand.md "Joker retrieval": in a run the exact card is needed
     run = meld("5♠ JK1 7♠", JK1="6♠")
     new, joker = retrieve_joker(run, [card("6♠'")])
     assert meld_text(new) == "5♠ 6♠' 7♠" and joker == 104
@@ -110,7 +110,7 @@ def test_retrieve_run_joker_with_the_exact_card() -> None:
 
 
 def test_retrieve_from_set_of_two_naturals_needs_both_missing_suits() -> None:
-    # rules/hand.md "Joker retrieval" (002: "only by placing two cards")
+    # docs/rules/hand.md "Joker retrieval": both missing suits at once
     table_set = meld("9♠ 9♥ JK2", JK2="9♣")
     refused(HandCode.CANNOT_RETRIEVE_JOKER, retrieve_joker, table_set, [card("9♣")])
     refused(HandCode.CANNOT_RETRIEVE_JOKER, retrieve_joker, table_set, [card("9♦")])
@@ -119,7 +119,7 @@ def test_retrieve_from_set_of_two_naturals_needs_both_missing_suits() -> None:
 
 
 def test_retrieve_from_set_of_three_naturals_needs_the_missing_suit() -> None:
-    # rules/hand.md "Joker retrieval": in a set of three naturals and a joker, the one suit
+    # docs/rules/hand.md "Joker retrieval": in a set of three naturals and a joker, the one suit
     table_set = meld("9♠ 9♥ 9♣ JK1", JK1="9♦")
     new, joker = retrieve_joker(table_set, [card("9♦")])
     assert meld_text(new) == "9♠ 9♥ 9♣ 9♦" and joker == 104
@@ -134,7 +134,7 @@ def test_retrieve_refuses_melds_without_joker_and_jokers_as_cards() -> None:
 # ---- candidates ----
 
 def test_candidates_list_sets_runs_and_joker_melds_compactly() -> None:
-    # rules/hand.md "What the bot and the client need": a compact description of melds
+    # docs/rules/hand.md "What the bot and the client need": a compact description of melds
     hand = parse_hand_cards("A♠ 2♠ 3♠ 5♠ 6♠ 7♥ 7♣ 7♦ JK1")
     texts = {meld_text(m) for m in candidate_melds(hand)}
     assert "A♠ 2♠ 3♠" in texts  # maximal natural run
@@ -155,7 +155,7 @@ def test_candidates_without_joker_and_from_a_mask() -> None:
 
 
 def test_candidates_full_suit_with_both_aces_is_one_thirteen_card_run() -> None:
-    # rules/hand.md "Melds": ace low or high, never both: no 14-card A-…-A run is listed
+    # docs/rules/hand.md "Melds": ace low or high, never both: no 14-card A-…-A run is listed
     suit = parse_hand_cards("A♥ 2♥ 3♥ 4♥ 5♥ 6♥ 7♥ 8♥ 9♥ 10♥ J♥ Q♥ K♥ A♥'")
     runs = candidate_melds(suit)
     assert [len(r.cards) for r in runs] == [13]

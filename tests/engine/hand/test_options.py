@@ -1,4 +1,4 @@
-"""Resolving the rules options (rules/hand.md: every option with its default)."""
+"""Resolving the rules options (docs/rules/hand.md: every option with its default)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_set_options_are_kept_even_when_zero_or_false() -> None:
 def test_players_and_options_out_of_range_are_refused(
     rules: hand_pb2.HandRules, seated: int, code: str
 ) -> None:
-    # rules/hand.md "Players": 2, 3 or 4 players, partnerships only with 4.
+    # docs/rules/hand.md "Players": 2, 3 or 4 players, partnerships only with 4.
     with pytest.raises(RuleViolation) as caught:
         hand.start(rules, SEED, players(seated))
     assert caught.value.code == code

@@ -1,4 +1,5 @@
-"""Property tests over random legal play (STYLE.md "Random simulation", rules/hand.md).
+"""Property tests over random legal play (docs/architecture.md "Random simulation",
+docs/rules/hand.md).
 
 The generic harness (engine.core.testing.random_sim) checks at every step: legal commands
 only for the seat to act, unique and stable, all accepted; fuzzed illegal commands refused
@@ -20,7 +21,7 @@ from dast.v1 import hand_pb2, log_pb2
 from engine import hand
 from engine.core.audit import audit_log
 from engine.core.cards import iter_cards
-from engine.core.chain import chain_entries
+from engine.core.chain import chain_log
 from engine.core.rng import DeterministicRandom
 from engine.core.testing import SimReport, random_sim, sim_seeds
 from engine.hand.bots import random_policy
@@ -52,7 +53,7 @@ CONFIGS = {
 
 
 def check_conservation(state: HandState) -> None:
-    """rules/hand.md "Cards": the 106 cards are all somewhere, each exactly once."""
+    """docs/rules/hand.md "Cards": the 106 cards are all somewhere, each exactly once."""
     places = [*state.hands, stock_mask(state), table_cards(state)]
     places += [1 << card for card in state.discard]
     counted = sum(mask.bit_count() for mask in places)
@@ -119,9 +120,9 @@ def test_random_legal_play_keeps_every_invariant(name: str) -> None:
 
 
 def _expected_points(state: HandState, went_out: int) -> list[int]:
-    """An independent recomputation of rules/hand.md "Scoring" from the round's last state."""
+    """An independent recomputation of docs/rules/hand.md "Scoring" from the round's last state."""
     options = state.options
-    is_hand = state.opened_this_turn and not state.laid_off_this_turn
+    is_hand = state.opened_this_turn and not state.used_older_melds
     values = {12: 11, 9: 10, 10: 10, 11: 10}
     points = []
     for seat, cards in enumerate(state.hands):
@@ -146,7 +147,7 @@ def _expected_points(state: HandState, went_out: int) -> list[int]:
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_round_scores_equal_an_independent_recomputation(name: str) -> None:
-    # rules/hand.md "Scoring" and "End of a round": every round ends (scored) or is void.
+    # docs/rules/hand.md "Scoring" and "End of a round": every round ends (scored) or is void.
     for log in simulate(name).logs:
         state: HandState | None = None
         rounds = voids = 0
@@ -182,7 +183,7 @@ def test_round_scores_equal_an_independent_recomputation(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_finished_random_matches_pass_the_audit(name: str) -> None:
     for log in simulate(name).logs:
-        report = audit_log(chain_entries(log))
+        report = audit_log(chain_log(log))
         assert report.ok, report.problems
 
 
@@ -227,4 +228,4 @@ def test_bot_matches_keep_the_invariants(rules: hand_pb2.HandRules, bots: tuple[
         if index % 50 == 0:
             assert hand.replay(log[: index + 1]) == state
     assert state is not None and hand.is_over(state) and hand.replay(log) == state
-    assert audit_log(chain_entries(log)).ok
+    assert audit_log(chain_log(log)).ok

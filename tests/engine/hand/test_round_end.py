@@ -1,5 +1,5 @@
 """Going out, the "hand" finish, scoring, restocks and void rounds, dealers and the match's
-end (rules/hand.md "End of a round", "Scoring", "Players, seats and the deal")."""
+end (docs/rules/hand.md "End of a round", "Scoring", "Players, seats and the deal")."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def ended(events: list) -> hand_pb2.HandRoundEnded:  # type: ignore[type-arg]
 
 
 def test_going_out_after_having_melded_before_scores_minus_30() -> None:
-    # rules/hand.md "Scoring": −30 out; an opened player adds its penalty values (A = 11,
+    # docs/rules/hand.md "Scoring": −30 out; an opened player adds its penalty values (A = 11,
     # J/Q/K 10, a joker 15); an unopened player +100.
     state = going_out(["9♠", "A♥ K♦ JK1 5♣", "2♦ 3♦"], opened=[0, 1])
     events, after = act(state, 0, **discard("9♠"))
@@ -52,8 +52,8 @@ def test_joker_penalty_option() -> None:
 
 
 def test_a_hand_lays_the_whole_hand_at_once_below_open_min_and_doubles_every_figure() -> None:
-    # rules/hand.md "Hand": the whole hand at once, nothing melded before; open_min waived
-    # (hand_waives_open_min); −60 and every other figure doubled (002).
+    # docs/rules/hand.md "Hand": the whole hand at once, nothing melded before; open_min waived
+    # (hand_waives_open_min); −60 and every other figure doubled.
     state = going_out(["2♠ 3♠ 4♠ 5♥ 5♣ 5♦ 9♥", "K♦ 5♣'", "2♦ 3♦"], opened=[1])
     listed = [c.hand.lay_melds for c in hand.legal(state, 0)
               if c.hand.WhichOneof("kind") == "lay_melds"]
@@ -79,9 +79,9 @@ def test_without_the_waiver_a_hand_needs_open_min() -> None:
     assert caught.value.code == HandCode.OPENING_BELOW_MINIMUM
 
 
-def test_going_out_in_the_opening_turn_after_a_lay_off_is_not_a_hand() -> None:
-    # rules/hand.md "Hand": a hand lays no card off.
-    state = going_out(["9♠", "K♦"], opened=[0], opened_this_turn=True, laid_off_this_turn=True)
+def test_going_out_in_the_opening_turn_after_a_lay_off_on_another_meld_is_not_a_hand() -> None:
+    # docs/rules/hand.md "Hand": a hand lays no card off on other players' melds.
+    state = going_out(["9♠", "K♦"], opened=[0], opened_this_turn=True, used_older_melds=True)
     events, _ = act(state, 0, **discard("9♠"))
     assert ended(events).finish == hand_pb2.HAND_FINISH_OUT
     clean = going_out(["9♠", "K♦"], opened=[0], opened_this_turn=True)
@@ -94,7 +94,7 @@ def test_going_out_in_the_opening_turn_after_a_lay_off_is_not_a_hand() -> None:
 def test_partnerships_score_the_team_sum_and_the_winners_partner_scores_zero(
     partner_scores: bool, points: list[int]
 ) -> None:
-    # rules/hand.md "Partnerships": a team's round score is the sum of its two players';
+    # docs/rules/hand.md "Partnerships": a team's round score is the sum of its two players';
     # the partner of the player who went out scores 0 (option partner_of_winner_scores).
     rules = hand_pb2.HandRules(partnerships=True, partner_of_winner_scores=partner_scores)
     state = going_out(["9♠", "4♦ 6♦", "K♦", "JK1"], opened=[0, 2, 3], rules=rules)
@@ -112,7 +112,7 @@ def test_partnerships_need_four_players() -> None:
 
 
 def test_the_loser_deals_the_next_round_by_default_or_the_next_seat() -> None:
-    # rules/hand.md "the deal": later the dealer is the player with the most penalty in the
+    # docs/rules/hand.md "the deal": later the dealer is the player with the most penalty in the
     # round just played (dealer_rotation loser_deals), or the next seat (next).
     hands = ["9♠", "K♦", "2♦ 3♦"]
     events, _ = act(going_out(hands, opened=[0, 1]), 0, **discard("9♠"))
@@ -125,7 +125,7 @@ def test_the_loser_deals_the_next_round_by_default_or_the_next_seat() -> None:
 
 
 def test_the_match_ends_after_its_rounds_and_the_lowest_total_wins_ties_shared() -> None:
-    # rules/hand.md "Scoring": 5 rounds (option rounds); lowest total wins; a tie is shared.
+    # docs/rules/hand.md "Scoring": 5 rounds (option rounds); lowest total wins; a tie is shared.
     rules = hand_pb2.HandRules(rounds=1)
     state = replace(going_out(["9♠", "K♦", "2♦"], opened=[0, 1], rules=rules),
                     totals=(40, 0, -70))
@@ -143,7 +143,7 @@ def _empty_stock(state: HandState, *, restocks: int) -> HandState:
 
 
 def test_an_empty_stock_is_rebuilt_from_the_discard_pile_but_its_top() -> None:
-    # rules/hand.md "End of a round": shuffled from the game's random stream.
+    # docs/rules/hand.md "End of a round": shuffled from the game's random stream.
     base = turn_of(table(["9♠ 4♥", "K♦ 3♣"]), 0, discard="2♣ 3♠ 4♦")
     state = _empty_stock(base, restocks=0)
     _, drawn = act(state, 0, draw_from_stock=hand_pb2.DrawFromStock())
@@ -160,7 +160,7 @@ def test_an_empty_stock_is_rebuilt_from_the_discard_pile_but_its_top() -> None:
 def test_the_round_is_void_when_the_stock_runs_out_after_max_restocks(
     max_restocks: int | None, restocks: int
 ) -> None:
-    # rules/hand.md "End of a round": after max_restocks (default 2) the round is void:
+    # docs/rules/hand.md "End of a round": after max_restocks (default 2) the round is void:
     # nobody scores and the same dealer deals again; void rounds do not count.
     rules = hand_pb2.HandRules()
     if max_restocks is not None:

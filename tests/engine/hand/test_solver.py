@@ -1,4 +1,4 @@
-"""Named cases of the exact solver (rules/hand.md "What the bot and the client need")."""
+"""Named cases of the exact solver (docs/rules/hand.md "What the bot and the client need")."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ GREEDY_TRAP = "6♠ 7♠ 8♠ 6♣ 7♣ 8♣ 8♦"
 
 
 def test_greedy_trap_two_runs_beat_the_set_of_eights() -> None:
-    # rules/hand.md last section: taking 8♠8♣8♦ as a set strands the rest
+    # docs/rules/hand.md last section: taking 8♠8♣8♦ as a set strands the rest
     hand = parse_hand_cards(GREEDY_TRAP)
     best = best_opening(hand)
     assert best.total == 42
@@ -38,7 +38,7 @@ def test_greedy_trap_two_runs_beat_the_set_of_eights() -> None:
 
 
 def test_greedy_trap_goes_out_as_a_hand_when_the_runs_cover_all_but_one() -> None:
-    # rules/hand.md "End of a round": the hand finish, open_min waived (hand_waives_open_min)
+    # docs/rules/hand.md "End of a round": the hand finish, open_min waived (hand_waives_open_min)
     hand = parse_hand_cards(GREEDY_TRAP)
     plan = can_go_out(hand, has_opened=False)
     assert plan is not None and plan.is_hand and not plan.lay_offs and plan.total == 42
@@ -46,14 +46,14 @@ def test_greedy_trap_goes_out_as_a_hand_when_the_runs_cover_all_but_one() -> Non
 
 
 def test_hand_finish_needs_open_min_when_not_waived() -> None:
-    # rules/hand.md option hand_waives_open_min = false: 42 < 51, and no lay-off possible
+    # docs/rules/hand.md option hand_waives_open_min = false: 42 < 51, and no lay-off possible
     hand = parse_hand_cards(GREEDY_TRAP)
     assert can_go_out(hand, has_opened=False, hand_waives_open_min=False) is None
     assert can_go_out(hand, has_opened=False, hand_finish_allowed=False) is None
 
 
 def test_best_opening_leaves_a_card_to_discard() -> None:
-    # rules/hand.md "A turn": a player can never meld the last card
+    # docs/rules/hand.md "A turn": a player can never meld the last card
     hand = parse_hand_cards("10♠ J♠ Q♠ K♠ A♠ 10♥ 10♣")
     # J♠-A♠ with 10♠ 10♥ 10♣ (41 + 30) would meld all seven; keeping one, the best is
     # Q♠-A♠ with the tens (31 + 30), the J♠ left to discard
@@ -64,14 +64,14 @@ def test_best_opening_leaves_a_card_to_discard() -> None:
 
 
 def test_best_opening_ace_low_value_option() -> None:
-    # rules/hand.md "Cards": the low ace counts ace_low_value (default 1, 002)
+    # docs/rules/hand.md "Cards": the low ace counts ace_low_value (default 1)
     hand = parse_hand_cards("A♦ 2♦ 3♦ 9♠")
     assert best_opening(hand).total == 6
     assert best_opening(hand, ace_low_value=11).total == 16
 
 
 def test_best_opening_places_the_joker_where_it_counts_most() -> None:
-    # rules/hand.md "Cards": a joker counts as the card it stands for
+    # docs/rules/hand.md "Cards": a joker counts as the card it stands for
     hand = parse_hand_cards("9♥ 10♥ JK1 2♣")
     best = best_opening(hand)
     assert best.total == 9 + 10 + 10  # JK1 = J♥, not 8♥
@@ -79,7 +79,7 @@ def test_best_opening_places_the_joker_where_it_counts_most() -> None:
 
 
 def test_best_opening_must_use_the_taken_discard() -> None:
-    # rules/hand.md "A turn" 1: before opening, the taken discard must be in the opening
+    # docs/rules/hand.md "A turn" 1: before opening, the taken discard must be in the opening
     hand = parse_hand_cards("K♠ K♥ K♣ 4♦ 5♦ 6♦ 2♣")
     assert best_opening(hand).total == 45
     with_four = best_opening(hand, must_use=parse_hand_card("4♦"))
@@ -96,7 +96,7 @@ def test_must_use_names_the_physical_copy() -> None:
 
 
 def test_go_out_after_opening_with_lay_offs() -> None:
-    # rules/hand.md "A turn" 2: once opened, lay off single cards onto any table meld
+    # docs/rules/hand.md "A turn" 2: once opened, lay off single cards onto any table meld
     table = (meld("5♠ 6♠ 7♠"), meld("Q♥ Q♣ Q♦"))
     hand = parse_hand_cards("8♠ 9♠ Q♠ 3♦")
     plan = can_go_out(hand, table, has_opened=True)
@@ -117,7 +117,7 @@ def test_go_out_chains_lay_offs_through_a_joker() -> None:
 
 
 def test_opening_this_turn_allows_lay_offs_but_they_do_not_count() -> None:
-    # rules/hand.md "Opening": counted over new melds only; lay-offs allowed once opened
+    # docs/rules/hand.md "Opening": counted over new melds only; lay-offs allowed once opened
     table = (meld("2♣ 3♣ 4♣"),)
     hand = parse_hand_cards("K♠ K♥ K♣ Q♦ K♦ A♦ 5♣ 9♥")
     plan = can_go_out(hand, table, has_opened=False)
@@ -132,7 +132,7 @@ def test_cannot_go_out_with_two_cards_left() -> None:
 
 
 def test_min_penalty_counts_aces_eleven_and_jokers_fifteen() -> None:
-    # rules/hand.md "Cards": penalty A = 11 always, joker = joker_penalty
+    # docs/rules/hand.md "Cards": penalty A = 11 always, joker = joker_penalty
     assert min_penalty(parse_hand_cards("A♠ 2♥ JK1 9♣")).points == 11 + 2 + 15 + 9
     assert min_penalty(parse_hand_cards("A♠ 2♠ JK1 9♣")).points == 9
     assert min_penalty(parse_hand_cards("A♠ 5♥ JK1")).points == 11 + 5 + 15
@@ -166,7 +166,7 @@ def test_opening_total_is_the_sum_of_meld_values() -> None:
 
 
 def test_a_lone_card_is_discarded_to_go_out_only_after_opening() -> None:
-    # rules/hand.md "A turn" 3: going out means discarding the last card; an unopened
+    # docs/rules/hand.md "A turn" 3: going out means discarding the last card; an unopened
     # player must lay an opening (or a hand) to go out
     plan = can_go_out([parse_hand_card("5♣")], has_opened=True)
     assert plan is not None and not plan.melds and plan.discard == parse_hand_card("5♣")
@@ -180,7 +180,7 @@ def test_must_use_outside_the_hand_makes_nothing() -> None:
 
 
 def test_go_out_must_use_the_taken_discard_in_a_new_meld() -> None:
-    # rules/hand.md "A turn" 1: the taken discard is used in a meld laid this turn, so it
+    # docs/rules/hand.md "A turn" 1: the taken discard is used in a meld laid this turn, so it
     # cannot be the card discarded
     table = (meld("5♠ 6♠ 7♠"),)
     hand = parse_hand_cards("K♠ K♥ K♣ 8♠ 3♦")

@@ -3,7 +3,7 @@
 The brute force knows nothing of the solver's counts, positions or memo: it tries every
 subset of physical cards as a meld through :func:`validate_meld` (every plausible joker
 face), every family of disjoint melds, and every sequence of :func:`lay_off` calls.
-rules/hand.md "What the bot and the client need from the engine".
+docs/rules/hand.md "What the bot and the client need from the engine".
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from engine.hand.cards import (
     parse_hand_cards,
     penalty_value,
 )
-from engine.hand.melds import Meld, lay_off, meld_value, validate_meld
+from engine.hand.melds import Meld, lay_off, meld_value, retrieve_joker, validate_meld
 from engine.hand.solver import best_opening, can_go_out, min_penalty
 
 # Faces near the corners of a suit (2 3 4 5 and Q K A) in three suits, both packs, and
@@ -165,7 +165,7 @@ def _table(indexes: list[int], hand: list[int]) -> tuple[Meld, ...]:
 def test_best_opening_equals_brute_force(
     hand: list[int], keep: int, max_jokers: int, must_index: int
 ) -> None:
-    # rules/hand.md "Melds"/"Opening": the best total of disjoint melds, keeping a discard;
+    # docs/rules/hand.md "Melds"/"Opening": the best total of disjoint melds, keeping a discard;
     # option max_jokers_per_meld
     families = _families(frozenset(hand), max_jokers)
     expected = max(t for left, t in families if len(left) >= keep)
@@ -175,12 +175,51 @@ def test_best_opening_equals_brute_force(
     assert len(used) == len(set(used)) and set(used) <= set(hand)
     assert len(hand) - len(used) >= keep
     assert sum(meld_value(m) for m in found.melds) == found.total
-    # the taken discard must be in the opening (rules/hand.md "A turn" 1)
+    # the taken discard must be in the opening (docs/rules/hand.md "A turn" 1)
     must = hand[must_index % len(hand)]
     with_must = [t for left, t in families if len(left) >= keep and must not in left]
     forced = best_opening(hand, keep=keep, max_jokers=max_jokers, must_use=must)
     assert forced.total == max(with_must, default=0)
     assert not with_must or any(must in m.cards for m in forced.melds)
+
+
+def _retrieved(
+    hand: frozenset[int], table: tuple[Meld, ...], keep: int | None = None
+) -> list[tuple[frozenset[int], tuple[Meld, ...]]]:
+    """The hand and table after every sequence of joker retrievals (none included), each
+    tried with every choice of physical cards through :func:`retrieve_joker`."""
+    found = [(hand, table)]
+    for index, meld in enumerate(table):
+        if not any(is_joker(c) for c in meld.cards):
+            continue
+        for size in (1, 2):
+            for offered in combinations(sorted(hand - {keep}), size):
+                try:
+                    new, joker = retrieve_joker(meld, offered)
+                except RuleViolation:
+                    continue
+                changed = (*table[:index], new, *table[index + 1:])
+                found += _retrieved((hand - set(offered)) | {joker}, changed, keep)
+    return found
+
+
+def _goes_out(
+    hand: frozenset[int], table: tuple[Meld, ...], has_opened: bool, open_min: int,
+    must: int | None,
+) -> tuple[bool, bool]:
+    """(a "hand" finish exists, an ordinary finish exists), by brute force; a seat that has
+    opened may retrieve table jokers first."""
+    families = _families(hand, 1)
+    fits = [(left, total) for left, total in families if must is None or must not in left]
+    is_hand = not has_opened and any(len(left) == 1 for left, _ in fits)
+    positions = _retrieved(hand, table, must) if has_opened else [(hand, table)]
+    regular = any(
+        any(len(rest) == 1 for rest in _lay_off_outcomes(left, melds, 1))
+        for held, melds in positions
+        for left, total in (fits if held == hand else _families(held, 1))
+        if (must is None or must not in left) and (has_opened or total >= max(open_min, 1))
+    )
+    return is_hand, regular
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -189,58 +228,62 @@ def test_best_opening_equals_brute_force(
 def test_can_go_out_equals_brute_force(
     hand: list[int], table_indexes: list[int], has_opened: bool, open_min: int
 ) -> None:
-    # rules/hand.md "End of a round": all cards but the discard placed; the hand finish.
-    # Before opening, lay-offs need an opening laid this turn (a meld, total >= open_min).
+    # docs/rules/hand.md "End of a round": all cards but the discard placed; the hand finish.
+    # Before opening, lay-offs need an opening laid this turn (a meld, total >= open_min);
+    # once opened, table jokers may be retrieved first ("Joker retrieval").
     table = _table(table_indexes, hand)
-    families = _families(frozenset(hand), 1)
-    is_hand = not has_opened and any(len(left) == 1 for left, _ in families)
-    regular = any(
-        any(len(rest) == 1 for rest in _lay_off_outcomes(left, table, 1))
-        for left, total in families
-        if has_opened or total >= max(open_min, 1)
-    )
+    is_hand, regular = _goes_out(frozenset(hand), table, has_opened, open_min, None)
     plan = can_go_out(hand, table, has_opened=has_opened, open_min=open_min)
     assert (plan is not None) == (is_hand or regular)
     if plan is None:
         return
     assert plan.is_hand == is_hand
-    # the plan replays: melds from the hand, lay-offs valid in order, one discard left
-    used = [c for m in plan.melds for c in m.cards] + [lo.card for lo in plan.lay_offs]
-    assert sorted([*used, plan.discard]) == sorted(hand)
+    # the plan replays: retrievals, melds from the hand, lay-offs valid in order, a discard
     current = list(table)
+    held = list(hand)
+    for retrieval in plan.retrievals:
+        current[retrieval.meld_index], joker = retrieve_joker(
+            current[retrieval.meld_index], retrieval.cards)
+        assert joker == retrieval.joker
+        held = [c for c in held if c not in retrieval.cards] + [joker]
+    used = [c for m in plan.melds for c in m.cards] + [lo.card for lo in plan.lay_offs]
+    assert sorted([*used, plan.discard]) == sorted(held)
     for step in plan.lay_offs:
         current[step.meld_index] = lay_off(current[step.meld_index], step.card, step.joker_face)
     if plan.is_hand:
-        assert not plan.lay_offs
+        assert not plan.lay_offs and not plan.retrievals
     elif not has_opened:
-        assert plan.total >= open_min
-    # the taken discard must end in a new meld (rules/hand.md "A turn" 1)
+        assert plan.total >= open_min and not plan.retrievals
+    # the taken discard must end in a new meld (docs/rules/hand.md "A turn" 1)
     must = hand[0]
-    fits = [(left, total) for left, total in families if must not in left]
-    must_hand = not has_opened and any(len(left) == 1 for left, _ in fits)
-    must_regular = any(
-        any(len(rest) == 1 for rest in _lay_off_outcomes(left, table, 1))
-        for left, total in fits if has_opened or total >= max(open_min, 1)
-    )
+    must_hand, must_regular = _goes_out(frozenset(hand), table, has_opened, open_min, must)
     forced = can_go_out(hand, table, has_opened=has_opened, open_min=open_min, must_use=must)
     assert (forced is not None) == (must_hand or must_regular)
     assert forced is None or any(must in m.cards for m in forced.melds)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(hand=hands, table_indexes=tables, can_lay=st.booleans(), keep=st.sampled_from([0, 1]))
+@given(hand=hands, table_indexes=tables, can_lay=st.booleans(), keep=st.sampled_from([0, 1]),
+       has_opened=st.booleans(), open_min=st.sampled_from([0, 20, 51]))
 def test_min_penalty_equals_brute_force(
-    hand: list[int], table_indexes: list[int], can_lay: bool, keep: int
+    hand: list[int], table_indexes: list[int], can_lay: bool, keep: int, has_opened: bool,
+    open_min: int,
 ) -> None:
-    # rules/hand.md "Scoring": penalty values left in hand (A 11, joker 15)
+    # docs/rules/hand.md "Scoring": penalty values left in hand (A 11, joker 15); a seat that
+    # has not opened lays nothing unless it opens (>= open_min) or lays a "hand".
     table = _table(table_indexes, hand) if can_lay else ()
+    families = _families(frozenset(hand), 1)
     expected = min(
         _penalty(rest)
-        for left, _ in _families(frozenset(hand), 1)
+        for left, total in families
+        if has_opened or total >= open_min or left == frozenset(hand)
         for rest in _lay_off_outcomes(left, table, 1)
-        if len(rest) >= keep
+        if len(rest) >= keep and (has_opened or total >= open_min or rest == left)
     )
-    found = min_penalty(hand, table_melds=table, can_lay_off=can_lay, keep=keep)
+    if not has_opened and keep <= 1:
+        expected = min([expected, *(_penalty(left) for left, _ in families if len(left) == 1)])
+    found = min_penalty(hand, table_melds=table, can_lay_off=can_lay, keep=keep,
+                        has_opened=has_opened, open_min=open_min)
     assert found.points == expected
     used = [c for m in found.melds for c in m.cards] + [lo.card for lo in found.lay_offs]
     assert _penalty(frozenset(hand) - set(used)) == found.points

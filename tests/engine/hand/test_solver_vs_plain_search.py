@@ -3,7 +3,7 @@
 The brute-force tests (test_solver_brute.py) cover small hands exhaustively; this one takes
 random 14- and 15-card hands from the whole 106-card deck, as dealt in play, and checks
 ``best_opening`` against :mod:`bench.baselines.plain_meld_search`, an independent, naive
-but exact search (rules/hand.md "What the bot and the client need from the engine").
+but exact search (docs/rules/hand.md "What the bot and the client need from the engine").
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def test_best_opening_equals_the_plain_exact_search_on_dealt_hands(seed: int) ->
 
 
 def test_greedy_trap_is_solved_by_both_searches() -> None:
-    # rules/hand.md: 6♠7♠8♠ + 6♣7♣8♣ + 8♦ — taking 8♠8♣8♦ as a set strands the rest.
+    # docs/rules/hand.md: 6♠7♠8♠ + 6♣7♣8♣ + 8♦ — taking 8♠8♣8♦ as a set strands the rest.
     from engine.hand.cards import parse_hand_cards
 
     hand = parse_hand_cards("6♠ 7♠ 8♠ 6♣ 7♣ 8♣ 8♦ 2♥")

@@ -1,4 +1,4 @@
-"""The deal and a turn's steps (rules/hand.md "Players, seats and the deal", "A turn")."""
+"""The deal and a turn's steps (docs/rules/hand.md "Players, seats and the deal", "A turn")."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def violation(state: hand.HandState, seat: int, **move: object) -> str:
 def test_deal_gives_fourteen_cards_and_a_fifteenth_to_the_player_after_the_dealer(
     count: int,
 ) -> None:
-    # rules/hand.md "the deal": 14 each, 15 to the player after the dealer (seat 0 deals
+    # docs/rules/hand.md "the deal": 14 each, 15 to the player after the dealer (seat 0 deals
     # first), the rest is the stock and the discard pile starts empty.
     events = hand.start(hand_pb2.HandRules(), SEED, players(count))
     assert kinds(events) == ["match_started", "round_started", "cards_dealt"]
@@ -49,7 +49,7 @@ def test_deal_gives_fourteen_cards_and_a_fifteenth_to_the_player_after_the_deale
 
 
 def test_first_player_starts_by_discarding_only() -> None:
-    # rules/hand.md "the deal": the player after the dealer starts by discarding only.
+    # docs/rules/hand.md "the deal": the player after the dealer starts by discarding only.
     state = hand.replay(hand.start(hand_pb2.HandRules(), SEED, players(2)))
     options = hand.legal(state, 1)
     assert {c.hand.WhichOneof("kind") for c in options} == {"discard"}
@@ -60,7 +60,7 @@ def test_first_player_starts_by_discarding_only() -> None:
 
 @pytest.mark.parametrize("count", [2, 3, 4])
 def test_play_passes_to_the_next_seat(count: int) -> None:
-    # rules/hand.md "the deal": next seat = seat + 1 mod n.
+    # docs/rules/hand.md "the deal": next seat = seat + 1 mod n.
     state = hand.replay(hand.start(hand_pb2.HandRules(), SEED, players(count)))
     first = hand.legal(state, 1)[0]
     events, state = act(state, 1, discard=first.hand.discard)
@@ -70,7 +70,7 @@ def test_play_passes_to_the_next_seat(count: int) -> None:
 
 
 def test_a_turn_starts_with_one_draw() -> None:
-    # rules/hand.md "A turn" 1: draw one card, then meld, then discard.
+    # docs/rules/hand.md "A turn" 1: draw one card, then meld, then discard.
     state = turn_of(table(["7♠ 8♠ 9♠ K♦", "2♥ 3♥ 4♥"]), 0, discard="5♣")
     assert violation(state, 0, **discard("K♦")) == HandCode.MUST_DRAW_FIRST
     _, drawn = act(state, 0, **DRAW)
@@ -79,7 +79,7 @@ def test_a_turn_starts_with_one_draw() -> None:
 
 
 def test_drawing_from_the_stock_takes_its_top_card_hidden_from_the_others() -> None:
-    # rules/hand.md "A turn" 1; the stock is face down.
+    # docs/rules/hand.md "A turn" 1; the stock is face down.
     state = turn_of(table(["7♠ 8♠", "2♥ 3♥"], stock="Q♦ K♦"), 0)
     events, state = act(state, 0, **DRAW)
     assert events[0].hand.card_drawn.card == cards("Q♦")[0]
@@ -90,7 +90,7 @@ def test_drawing_from_the_stock_takes_its_top_card_hidden_from_the_others() -> N
 
 
 def test_taking_the_discard_takes_the_top_card_in_public() -> None:
-    # rules/hand.md "A turn" 1: the top card of the discard pile.
+    # docs/rules/hand.md "A turn" 1: the top card of the discard pile.
     state = turn_of(table(["7♠ 8♠ K♦ K♣", "2♥ 3♥"]), 0, discard="2♣ 9♠", opened=[0])
     events, state = act(state, 0, **TAKE)
     assert events[0].hand.card_drawn.from_discard
@@ -104,30 +104,40 @@ def test_the_discard_pile_must_hold_a_card_to_take() -> None:
 
 
 def test_a_taken_discard_must_be_melded_before_the_turn_can_end() -> None:
-    # rules/hand.md "A turn" 1 (002): taking the discard obliges a meld using it this turn.
-    state = turn_of(table(["7♠ 8♠ K♦ K♣ K♥ 4♦", "2♥ 3♥"]), 0, discard="9♠", opened=[0])
+    # docs/rules/hand.md "A turn" 1: taking the discard obliges a meld using it this turn;
+    # the other moves of the turn come in any order, as long as the card stays usable.
+    state = turn_of(table(["7♠ 8♠ 6♠ K♦ K♣ K♥ 4♦", "2♥ 3♥"]), 0, discard="9♠", opened=[0])
     _, taken = act(state, 0, **TAKE)
     assert violation(taken, 0, **discard("4♦")) == HandCode.MUST_USE_TAKEN_DISCARD
-    assert violation(taken, 0, lay_melds=lay(spec("K♦ K♣ K♥"))) == (
+    # 6♠ 7♠ 8♠ would strand the 9♠ (nothing left to meld it with).
+    assert violation(taken, 0, lay_melds=lay(spec("6♠ 7♠ 8♠"))) == (
         HandCode.MUST_USE_TAKEN_DISCARD
     )
     kinds_listed = {c.hand.WhichOneof("kind") for c in hand.legal(taken, 0)}
     assert kinds_listed == {"lay_melds"}
-    events, melded = act(taken, 0, lay_melds=lay(spec("7♠ 8♠ 9♠")))
+    _, kings = act(taken, 0, lay_melds=lay(spec("K♦ K♣ K♥")))
+    assert kings.must_use == cards("9♠")[0]
+    events, melded = act(kings, 0, lay_melds=lay(spec("7♠ 8♠ 9♠")))
     assert melded.must_use is None
     events, after = act(melded, 0, **discard("4♦"))
     assert kinds(events) == ["card_discarded"] and hand.to_act(after) == 1
 
 
-def test_before_opening_the_taken_discard_must_be_part_of_the_opening() -> None:
-    # rules/hand.md "A turn" 1: before having opened, the card must be part of the opening.
+def test_before_opening_the_taken_discard_must_be_part_of_the_opening_turn() -> None:
+    # docs/rules/hand.md "A turn" 1: before having opened, the card must be part of the opening,
+    # which counts every meld laid in the turn.
     hand_text = "K♦ K♣ K♥ Q♠ Q♥ Q♦ 7♠ 8♠ 2♦"
     state = turn_of(table([hand_text, "2♥ 3♥"]), 0, discard="9♠")
     _, taken = act(state, 0, **TAKE)
-    without = lay(spec("K♦ K♣ K♥"), spec("Q♠ Q♥ Q♦"))
-    assert violation(taken, 0, lay_melds=without) == HandCode.OPENING_MUST_USE_TAKEN_DISCARD
-    events, _opened = act(taken, 0, lay_melds=lay(spec("K♦ K♣ K♥"), spec("7♠ 8♠ 9♠")))
-    assert events[0].hand.melds_laid.opening and events[0].hand.melds_laid.total == 54
+    _, royal = act(taken, 0, lay_melds=lay(spec("K♦ K♣ K♥"), spec("Q♠ Q♥ Q♦")))
+    assert violation(royal, 0, **discard("2♦")) == HandCode.MUST_USE_TAKEN_DISCARD
+    events, opened = act(royal, 0, lay_melds=lay(spec("7♠ 8♠ 9♠")))
+    assert events[0].hand.melds_laid.opening and opened.opening_total == 84
+    # A lay-down that strands the taken card is refused, in the opening turn too.
+    strands = turn_of(table(["7♠ 7♥ 7♦ 8♠ K♦ K♣ K♥ Q♠ Q♥ Q♦ 2♦", "2♥ 3♥"]), 0, discard="9♠")
+    _, taken = act(strands, 0, **TAKE)
+    melds = lay(spec("7♠ 7♥ 7♦"), spec("K♦ K♣ K♥"), spec("Q♠ Q♥ Q♦"))
+    assert violation(taken, 0, lay_melds=melds) == HandCode.OPENING_MUST_USE_TAKEN_DISCARD
 
 
 def test_a_discard_no_meld_could_use_cannot_be_taken() -> None:
@@ -180,7 +190,7 @@ def test_no_command_is_accepted_once_the_match_is_over() -> None:
 
 
 def test_a_joker_taken_from_the_discard_pile_must_join_a_new_meld() -> None:
-    # rules/hand.md "A turn" 1 with a joker: every listed lay-down uses the taken joker.
+    # docs/rules/hand.md "A turn" 1 with a joker: every listed lay-down uses the taken joker.
     state = turn_of(table(["7♠ 8♠ K♦ 2♣", "2♥ 3♥"]), 0, discard="4♦ JK2", opened=[0])
     _, taken = act(state, 0, **TAKE)
     listed = [c.hand.lay_melds for c in hand.legal(taken, 0)]

@@ -1,4 +1,5 @@
-"""What each seat sees (DESIGN.md "Bots", rules/hand.md): views, redaction, the fairness
+"""What each seat sees (docs/architecture.md "Bots", docs/rules/hand.md): views, redaction, the
+fairness
 block, deadlines, and the log hooks the audit uses (setup_of, command_for)."""
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def test_redacted_deal_hides_other_hands_and_the_stock() -> None:
 
 
 def test_the_server_seed_is_committed_stripped_from_every_copy_and_revealed_at_the_end() -> None:
-    # DESIGN.md "Provably fair deals".
+    # docs/architecture.md "Provably fair deals".
     group = players(2)
     events = hand.start(hand_pb2.HandRules(), SEED, group)
     fairness = events[0].hand.match_started.fairness

@@ -1,6 +1,6 @@
 """Which cards each seat may see in Hand: the hooks of the random-simulation harness
 (:class:`engine.core.testing.Visibility`), shared by the engine's property tests and the
-game service's end-to-end tests (rules/hand.md: other hands and the stock are hidden)."""
+game service's end-to-end tests (docs/rules/hand.md: other hands and the stock are hidden)."""
 
 from __future__ import annotations
 

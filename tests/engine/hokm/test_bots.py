@@ -1,5 +1,5 @@
 """The bots (engine/hokm/bots.py): legal moves only, over the view only, and the greedy
-bot follows rules/hokm.md "Strategy hints"."""
+bot follows docs/rules/hokm.md "Strategy hints"."""
 
 from __future__ import annotations
 

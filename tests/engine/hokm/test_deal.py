@@ -1,4 +1,4 @@
-"""rules/hokm.md "Choosing the hakem", "Dealing and trump", "Seats and teams"
+"""docs/rules/hokm.md "Choosing the hakem", "Dealing and trump", "Seats and teams"
 (``random_partners``), and the deal order documented in engine/hokm/deal.py."""
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def test_without_random_partners_seating_is_the_identity() -> None:
 
 
 def test_client_seeds_change_the_deal() -> None:
-    # DESIGN.md "Provably fair deals": the deck key mixes the client seeds.
+    # docs/architecture.md "Provably fair deals": the deck key mixes the client seeds.
     plain = hokm.start(rules(4), SEED, players(4))
     seeded = players(4)
     seeded[2].client_seed = b"mine"

@@ -1,4 +1,4 @@
-"""rules/hokm.md "Playing tricks": leading, following suit, cutting, winning tricks; and
+"""docs/rules/hokm.md "Playing tricks": leading, following suit, cutting, winning tricks; and
 the violation codes of every illegal play."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Property tests over random legal play (STYLE.md "Random simulation"), for the three
+"""Property tests over random legal play (docs/architecture.md "Random simulation"), for the three
 variants and a spread of options: every match ends, cards are conserved, replay equals the
 evolved state at every k, logs are reproducible byte for byte, nobody sees a hidden card,
 the audit passes, and any flipped byte of a log fails verification."""
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from dast.v1 import hokm_pb2, log_pb2
 from engine import hokm
 from engine.core.audit import audit_log
-from engine.core.chain import canonical_bytes, chain_entries
+from engine.core.chain import canonical_bytes, chain_log
 from engine.core.rng import DeterministicRandom
 from engine.core.testing import Visibility, random_sim
 from engine.hokm.sim import play_match
@@ -74,7 +74,7 @@ def test_random_play_passes_every_harness_check(
         check_state=check_cards_conserved, keep_logs=True,
     )
     assert report.matches == 1 and report.fuzzed == report.commands
-    assert audit_log(chain_entries(report.logs[0])).ok
+    assert audit_log(chain_log(report.logs[0])).ok
 
 
 @settings(max_examples=30, deadline=None)
@@ -95,7 +95,7 @@ def test_bot_matches_end_conserve_cards_and_pass_the_audit(
     assert state is not None and hokm.is_over(state)
     check_cards_conserved(state)
     assert max(state.scores) >= rules.target_score
-    report = audit_log(chain_entries(events))
+    report = audit_log(chain_log(events))
     assert report.ok, report.problems
     # Same seed and commands: a byte-identical log.
     again = play_match(rules, seed, policies, bot_seed)
@@ -105,7 +105,7 @@ def test_bot_matches_end_conserve_cards_and_pass_the_audit(
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_any_flipped_byte_fails_verification(data: st.DataObject) -> None:
-    entries = chain_entries(_finished_log())
+    entries = chain_log(_finished_log())
     index = data.draw(st.integers(0, len(entries) - 1))
     tampered = [log_pb2.LogEntry(event=e.event, hash=e.hash) for e in entries]
     if data.draw(st.booleans()):

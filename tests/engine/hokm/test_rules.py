@@ -1,4 +1,4 @@
-"""rules/hokm.md options: defaults, resolution into the start event, invalid options."""
+"""docs/rules/hokm.md options: defaults, resolution into the start event, invalid options."""
 
 from __future__ import annotations
 

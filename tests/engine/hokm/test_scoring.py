@@ -1,4 +1,4 @@
-"""rules/hokm.md "Scoring a round" and "Next round and end of game" (four players), and the
+"""docs/rules/hokm.md "Scoring a round" and "Next round and end of game" (four players), and the
 options points_win, points_kot, points_hakem_kot, shelem_points, play_all_tricks,
 hakem_rotation and target_score."""
 

@@ -28,7 +28,8 @@ def test_turn_seconds_option_and_untimed_tables() -> None:
 
 
 def test_automatic_commands_mark_their_events() -> None:
-    # DESIGN.md "Time": a timed-out seat's bot move is an ordinary command marked automatic.
+    # docs/architecture.md "Time": a timed-out seat's bot move is an ordinary command marked
+    # automatic.
     state = position(["A♠ 2♦", "2♠ 3♦", "3♠ 4♦", "K♠ 5♦"])
     events = hokm.decide(state, play(0, "A♠", at_ms=9, automatic=True))
     assert events[0].automatic and events[0].at_ms == 9

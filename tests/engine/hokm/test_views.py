@@ -1,4 +1,5 @@
-"""What each seat may see (DESIGN.md "Bots", brief "view/redact"): views and redaction."""
+"""What each seat may see (docs/architecture.md "Bots", brief "view/redact"): views and
+redaction."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from .notation import declare, first, kinds, play, position, run, set_aside, sta
 
 
 def test_redact_strips_the_server_seed_for_everyone() -> None:
-    # DESIGN.md "Provably fair deals": the seed stays secret until the final event.
+    # docs/architecture.md "Provably fair deals": the seed stays secret until the final event.
     events, _ = started()
     for seat in (0, 1, 2, 3, None):
         redacted = hokm.redact(events[0], seat)

@@ -1,5 +1,5 @@
 """The ``basic`` bots (engine/hokm/basic_bot.py, engine/hand/basic_bot.py): legal, complete
-matches, and the strategy hints of rules/hokm.md "Strategy hints" in set positions."""
+matches, and the strategy hints of docs/rules/hokm.md "Strategy hints" in set positions."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _legal(cards: list[int]) -> list[hokm_pb2.HokmCommand]:
 
 
 def test_basic_declares_the_suit_held_most_not_the_highest() -> None:
-    # rules/hokm.md "Strategy hints": count matters more than height.
+    # docs/rules/hokm.md "Strategy hints": count matters more than height.
     hand_cards = [0, 1, 2, 25, 51]  # 2♠ 3♠ 4♠ A♥ A♦
     view = hokm_pb2.HokmView(
         phase=hokm_pb2.HOKM_PHASE_DECLARE_TRUMP, hand=hand_cards,
@@ -37,7 +37,7 @@ def test_basic_declares_the_suit_held_most_not_the_highest() -> None:
 
 
 def test_basic_cashes_a_side_ace_when_leading() -> None:
-    # rules/hokm.md "Strategy hints": cash non-trump aces early.
+    # docs/rules/hokm.md "Strategy hints": cash non-trump aces early.
     hand_cards = [13, 14, 25]  # 2♥ 3♥ A♥; trump ♠
     view = _view(seat=0, hand=hand_cards, trump=1, hand_counts=[3, 3, 3, 3],
                  legal=_legal(hand_cards))
@@ -45,7 +45,7 @@ def test_basic_cashes_a_side_ace_when_leading() -> None:
 
 
 def test_basic_plays_low_when_partner_is_winning() -> None:
-    # rules/hokm.md "Strategy hints": partner (seat 0 for seat 2) already wins the trick.
+    # docs/rules/hokm.md "Strategy hints": partner (seat 0 for seat 2) already wins the trick.
     trick = hokm_pb2.Trick(leader=0, plays=[hokm_pb2.SeatCard(seat=0, card=25),
                                           hokm_pb2.SeatCard(seat=1, card=14)])
     hand_cards = [13, 24]  # 2♥ K♥
@@ -55,7 +55,7 @@ def test_basic_plays_low_when_partner_is_winning() -> None:
 
 
 def test_basic_counts_trumps_out() -> None:
-    # rules/hokm.md "Strategy hints": count the trumps played.
+    # docs/rules/hokm.md "Strategy hints": count the trumps played.
     played = hokm_pb2.Trick(plays=[hokm_pb2.SeatCard(seat=s, card=c)
                                    for s, c in enumerate([0, 1, 2, 3])])
     view = _view(hand=[4, 5], tricks=[played], trump=1)
@@ -103,7 +103,7 @@ def test_basic_hand_bots_finish_a_partnership_match() -> None:
 
 
 def test_basic_keeps_fewer_penalty_points_than_greedy_at_hand() -> None:
-    # rules/hand.md: the lowest total wins; seats alternate so both sit first as often.
+    # docs/rules/hand.md: the lowest total wins; seats alternate so both sit first as often.
     basic_wins = greedy_wins = 0
     for match in range(40):
         basic_first = match % 2 == 0

@@ -1,4 +1,5 @@
-"""Turn timers (DESIGN.md "Time"): which deadline is pending, and firing it appends once."""
+"""Turn timers (docs/architecture.md "Time"): which deadline is pending, and firing it appends
+once."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pytest
 
 from dast.v1 import common_pb2, hokm_pb2, lobby_pb2, log_pb2
 from services.bot.client import GrpcGameApi
-from services.bot.seats import PlayerSeats
-from services.bot.timers import Deadline, TurnTimers, store_deadlines
+from services.bot.seats import LogSeats
+from services.bot.timers import Deadline, TurnTimers, pending_deadlines
 from tests.e2e.helpers import SECRET, Guest, stack, wait_for
 
 
@@ -33,7 +34,7 @@ def _event(seq: int, deadline_ms: int = 0, *, final: bool = False) -> log_pb2.Ev
 
 
 def test_the_latest_deadline_of_a_game_is_pending_and_later_events_clear_it() -> None:
-    timers = TurnTimers(_NoApi(), PlayerSeats())  # type: ignore[arg-type]
+    timers = TurnTimers(_NoApi(), LogSeats())  # type: ignore[arg-type]
     timers.observe("g", "hokm", _event(5, 1_000))
     assert timers.pending["g"] == Deadline(1_000, "g", 5)
     timers.observe("g", "hokm", _event(4, 9_000))  # a redelivery of an older event
@@ -60,10 +61,10 @@ async def test_a_deadline_fired_by_two_replicas_appends_one_automatic_move(
             return (await guest.view(table.game_id)).turn == 0
 
         await wait_for(players_turn)
-        pending = [d for d in await asyncio.to_thread(store_deadlines, store_url)
+        pending = [d for d in pending_deadlines(await run.stack.bus.last_events())
                    if d.game_id == table.game_id]
         assert len(pending) == 1
-        replicas = [TurnTimers(GrpcGameApi(channel, SECRET), PlayerSeats()) for _ in range(2)]
+        replicas = [TurnTimers(GrpcGameApi(channel, SECRET), LogSeats()) for _ in range(2)]
         # Both replicas fire the same deadline, twice each.
         await asyncio.gather(*(r.fire(pending[0]) for r in replicas for _ in range(2)))
         entries = await asyncio.to_thread(run.store.load, table.game_id, pending[0].seq)

@@ -11,11 +11,12 @@ from typer.testing import CliRunner
 
 from dast.v1 import common_pb2, hokm_pb2
 from engine import hokm
-from engine.core.chain import chain_entries
+from engine.core.chain import chain_log
 from engine.core.logformat import dump_jsonl
 from engine.core.testing import play_match
 from engine.hokm.bots import BOTS
 from services.cli import app
+from services.platform.keys import LogSigner
 
 runner = CliRunner()
 
@@ -30,8 +31,10 @@ def _finished_log(tmp_path: Path) -> Path:
         [BOTS["greedy"]] * 4,
         rng_seed=5,
     )
+    entries = chain_log(events)
+    seal = LogSigner.generate().seal("g1", entries[-1].event.seq, entries[-1].hash)
     path = tmp_path / "game.jsonl"
-    path.write_text(dump_jsonl(chain_entries(events)))
+    path.write_text(dump_jsonl(entries, seal))
     return path
 
 
@@ -78,7 +81,7 @@ def test_verify_accepts_a_finished_log(tmp_path: Path) -> None:
 
 def test_verify_rejects_an_edited_card(tmp_path: Path) -> None:
     path = _finished_log(tmp_path)
-    lines = path.read_text().splitlines()
+    lines = path.read_text().splitlines()[:-1]  # without the seal
     # Rewrite the first played card of the log and re-chain nothing: the chain breaks.
     for index, line in enumerate(lines):
         entry = json.loads(line)
@@ -95,7 +98,7 @@ def test_verify_rejects_an_edited_card(tmp_path: Path) -> None:
 
 def test_verify_rejects_a_forged_seed_reveal(tmp_path: Path) -> None:
     path = _finished_log(tmp_path)
-    lines = path.read_text().splitlines()
+    lines = path.read_text().splitlines()[:-1]  # without the seal
     last = json.loads(lines[-1])
     last["event"]["hokm"]["matchEnded"]["serverSeed"] = base64.b64encode(bytes(32)).decode()
     lines[-1] = json.dumps(last)
@@ -111,3 +114,32 @@ def test_verify_reports_unreadable_files(tmp_path: Path) -> None:
     result = runner.invoke(app, ["verify", str(garbage)])
     assert result.exit_code == 2
     assert "cannot read" in result.output
+
+
+@pytest.mark.parametrize("score", ["0", "4", "-3", "11"])
+def test_sim_refuses_a_target_score_no_table_offers(score: str) -> None:
+    result = runner.invoke(app, ["sim", "hokm", "--games", "1", "--target-score", score])
+    assert result.exit_code == 2, result.output
+    assert "--target-score must be one of 3, 5, 7, 10" in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sim", "hokm", "--variant", "3p", "--target-score", "3"],
+        ["sim", "hand", "--players", "4", "--partnerships"],
+    ],
+)
+def test_sim_exports_logs_that_verify(tmp_path: Path, args: list[str]) -> None:
+    folder = tmp_path / "logs"
+    result = runner.invoke(
+        app, [*args, "--games", "2", "--seed", "4", "--export", str(folder)]
+    )
+    assert result.exit_code == 0, result.output
+    logs = sorted(folder.glob("*.jsonl"))
+    assert len(logs) == 2
+    for log_file in logs:
+        verified = runner.invoke(app, ["verify", "--unsealed", str(log_file)])
+        assert verified.exit_code == 0, verified.output
+        assert "verified" in verified.output

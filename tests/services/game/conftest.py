@@ -16,6 +16,7 @@ from services.game.app import SERVICE_NAME, mount_game_service
 from services.game.service import GameService
 from services.platform.auth import Role
 from services.platform.bus import InProcessBus
+from services.platform.limits import MACHINE_SPEED
 from services.platform.metrics import GameMetrics
 from services.platform.relay import Relay
 from services.platform.server import add_health_and_reflection, bind, make_server
@@ -43,7 +44,7 @@ async def embedded() -> AsyncIterator[Embedded]:
     await bus.start()
     relay = Relay(store, bus, poll_seconds=0.2)
     relay_task = asyncio.create_task(relay.run())
-    server = make_server(SECRET)
+    server = make_server(SECRET, limits=MACHINE_SPEED)
     service = mount_game_service(
         server, store, bus, relay.notify, metrics=GameMetrics(CollectorRegistry())
     )

@@ -22,6 +22,8 @@ from engine.core.rng import DeterministicRandom
 from services.platform.auth import Role, mint_token
 
 SECRET = "test-secret-for-the-game-service-0123456789abcdef"
+SIGNING_KEY = "W6af9htngB8LaJw3O5hhknvEuMjSp2l5lE17rlyQVAQ="
+"""base64 of sha256("dast-tests"): the log-signing key of the servers the tests start."""
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -135,7 +137,7 @@ _LISTENING = re.compile(r"dast listening on ([\d.]+):(\d+)")
 
 @dataclass
 class ServerProcess:
-    """A ``python -m services.game`` subprocess and the address it listens on."""
+    """A ``python -m services.compose`` subprocess and the address it listens on."""
 
     process: subprocess.Popen[str]
     address: str
@@ -161,12 +163,13 @@ def start_server(env_overrides: dict[str, str], *, timeout: float = 30.0) -> Ser
         **os.environ,
         "DAST_LISTEN": "127.0.0.1:0",
         "DAST_JWT_SECRET": SECRET,
+        "DAST_SIGNING_KEY": SIGNING_KEY,
         "DAST_LOG_LEVEL": "warning",
         "DAST_SERVICES": "game",
         **env_overrides,
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "services.game"], cwd=ROOT, env=env,
+        [sys.executable, "-m", "services.compose"], cwd=ROOT, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )
     deadline = time.monotonic() + timeout

@@ -1,6 +1,6 @@
 """Every bad input gets the right status and ErrorInfo reason, and appends nothing.
 
-Status mapping (DESIGN.md "gRPC surface"; protos/dast/v1/game.proto): malformed →
+Status mapping (docs/architecture.md "gRPC surface"; protos/dast/v1/game.proto): malformed →
 INVALID_ARGUMENT, rule broken → FAILED_PRECONDITION, stale or lost race → ABORTED,
 unknown game → NOT_FOUND, another's seat → PERMISSION_DENIED, no token → UNAUTHENTICATED.
 """
@@ -53,11 +53,11 @@ async def test_rule_and_input_errors_append_nothing(embedded: Embedded) -> None:
     # A card id outside 0..51 is malformed → INVALID_ARGUMENT with the engine's code.
     await expect_error(clients[to_act].submit(game_id, "bad-card", play(99)),
                        grpc.StatusCode.INVALID_ARGUMENT, "invalid_card")
-    # Only the hakem declares trump → FAILED_PRECONDITION (rules/hokm.md "Dealing and trump").
+    # Only the hakem declares trump → FAILED_PRECONDITION (docs/rules/hokm.md "Dealing and trump").
     declare = hokm_pb2.HokmCommand(declare_trump=hokm_pb2.DeclareTrump(suit=common_pb2.SUIT_HEARTS))
     await expect_error(clients[other].submit(game_id, "early", declare),
                        grpc.StatusCode.FAILED_PRECONDITION, "not_hakem")
-    # Nobody plays before trump is declared (rules/hokm.md "Dealing and trump").
+    # Nobody plays before trump is declared (docs/rules/hokm.md "Dealing and trump").
     await expect_error(clients[to_act].submit(game_id, "too-soon", play(0)),
                        grpc.StatusCode.FAILED_PRECONDITION, "trump_not_declared")
     # A player acting for someone else's seat → PERMISSION_DENIED.

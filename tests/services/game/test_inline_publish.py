@@ -1,6 +1,7 @@
 """With the in-process bus the game service publishes a command's events itself.
 
-DESIGN.md "Event store and bus": every appended event reaches the bus in seq order. On the
+docs/architecture.md "Event store and bus": every appended event reaches the bus in seq order. On
+the
 embedded backend the service publishes right after the commit (under the game's lock) and
 the append moves the outbox watermark in the same transaction, so the relay has nothing
 left to re-read; retries (same command_id) publish nothing again.

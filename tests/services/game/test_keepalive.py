@@ -1,4 +1,4 @@
-"""Mobile clients may keep idle connections alive with pings (DESIGN.md "gRPC surface":
+"""Mobile clients may keep idle connections alive with pings (docs/architecture.md "gRPC surface":
 keepalive settings that let mobile clients ping): a Subscribe stream left idle while the
 client pings every half second must stay open and still deliver the next event, instead of
 being cut with GOAWAY ``too_many_pings`` as gRPC's default server policy would."""

@@ -3,7 +3,7 @@
 Each seat's client picks its moves with the engine's bot over its own GetView, and a
 stream per seat (plus a spectator's) records every event the server sends; at the end the
 exported log must audit, and no streamed event or view may name a card hidden from its
-seat (rules/hokm.md "Dealing" and "Visibility": hands, the kitty, the set-aside cards and
+seat (docs/rules/hokm.md "Dealing" and "Visibility": hands, the kitty, the set-aside cards and
 the face-down piles are private).
 """
 
@@ -43,14 +43,14 @@ class Table:
 HOKM_VISIBILITY = Visibility(hidden_mask=hidden_mask, event_cards=event_cards,
                              view_cards=view_cards)
 TABLES = {
-    # rules/hokm.md "Variants": 4, 3 and 2 players, each played to target_score.
+    # docs/rules/hokm.md "Variants": 4, 3 and 2 players, each played to target_score.
     "hokm-4": Table(hokm, hokm_pb2.HokmRules(
         variant=hokm_pb2.HOKM_VARIANT_FOUR_PLAYERS, target_score=2), 4, HOKM_VISIBILITY),
     "hokm-3": Table(hokm, hokm_pb2.HokmRules(
         variant=hokm_pb2.HOKM_VARIANT_THREE_PLAYERS, target_score=2), 3, HOKM_VISIBILITY),
     "hokm-2": Table(hokm, hokm_pb2.HokmRules(
         variant=hokm_pb2.HOKM_VARIANT_TWO_PLAYERS, target_score=2), 2, HOKM_VISIBILITY),
-    # rules/hand.md "Players" and "Partnerships": 2-4 players or two partnerships.
+    # docs/rules/hand.md "Players" and "Partnerships": 2-4 players or two partnerships.
     "hand-2": Table(hand, hand_pb2.HandRules(rounds=1), 2, HAND_VISIBILITY),
     "hand-3": Table(hand, hand_pb2.HandRules(rounds=1), 3, HAND_VISIBILITY),
     "hand-4": Table(hand, hand_pb2.HandRules(rounds=1), 4, HAND_VISIBILITY),

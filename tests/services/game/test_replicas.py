@@ -1,4 +1,4 @@
-"""Two game-service processes sharing PostgreSQL and NATS (DESIGN.md "Scale-out").
+"""Two game-service processes sharing PostgreSQL and NATS (docs/architecture.md "Scale-out").
 
 Any replica takes any command (the store arbitrates races), and live streams fan out
 through NATS: a stream on one replica sees the events the other appended.

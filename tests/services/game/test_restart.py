@@ -1,4 +1,4 @@
-"""A game-service process killed with SIGKILL mid-trick loses nothing (DESIGN.md "Event
+"""A game-service process killed with SIGKILL mid-trick loses nothing (docs/architecture.md "Event
 store and bus": the store is the source of truth; reconnecting is subscribing again).
 
 Clients resubscribe from the last seq they received on the restarted process and finish

@@ -1,5 +1,5 @@
 """``dast serve`` from an empty directory: embedded defaults, health, reflection, metrics,
-and a clean stop on SIGTERM (DESIGN.md "gRPC surface": health checking and reflection on
+and a clean stop on SIGTERM (docs/architecture.md "gRPC surface": health checking and reflection on
 every server)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Subscribe's merge of store and bus (DESIGN.md "gRPC surface": replay after after_seq,
+"""Subscribe's merge of store and bus (docs/architecture.md "gRPC surface": replay after after_seq,
 then live, no gap and no duplicate)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import asyncio
 
 from dast.v1 import common_pb2, hokm_pb2, log_pb2
 from engine import hokm
-from engine.core.chain import chain_entries
+from engine.core.chain import chain_entries, chain_log, log_chain_key
 from engine.core.rng import DeterministicRandom
 from services.game.streams import log_after
 from services.platform.bus import InProcessBus
@@ -17,7 +17,7 @@ from services.platform.store import MemoryEventStore
 def started_game(store: MemoryEventStore) -> list[log_pb2.LogEntry]:
     events = hokm.start(hokm_pb2.HokmRules(), bytes(32),
                         [common_pb2.Player(player_id=f"p{s}") for s in range(4)])
-    entries = chain_entries(events)
+    entries = chain_log(events)
     store.create_game("g", common_pb2.GAME_TYPE_HOKM, entries)
     return entries
 
@@ -28,7 +28,8 @@ def next_entries(entries: list[log_pb2.LogEntry]) -> list[log_pb2.LogEntry]:
     assert seat is not None
     legal = hokm.legal(state, seat)
     command = legal[DeterministicRandom(bytes(32), "x").randbelow(len(legal))]
-    return chain_entries(hokm.decide(state, command), entries[-1].hash)
+    key = log_chain_key(entries[0].event)
+    return chain_entries(hokm.decide(state, command), entries[-1].hash, key=key)
 
 
 async def test_a_stream_replays_then_follows_the_bus_without_repeats() -> None:
@@ -44,7 +45,7 @@ async def test_a_stream_replays_then_follows_the_bus_without_repeats() -> None:
     task = asyncio.create_task(follow())
     await asyncio.sleep(0.05)
     more = next_entries(entries)
-    store.append("g", more, command_id="c1")
+    store.append("g", more, command_id="c1", sender="p1")
     # The bus carries one entry twice (a relay that resent): it is streamed once.
     await bus.publish("hokm", "g", more)
     await bus.publish("hokm", "g", more)
@@ -67,9 +68,9 @@ async def test_a_stream_fills_what_the_bus_never_carried_from_the_store() -> Non
     task = asyncio.create_task(follow())
     await asyncio.sleep(0.05)
     first = next_entries(entries)
-    store.append("g", first, command_id="c1")  # never published: the bus was down
+    store.append("g", first, command_id="c1", sender="p1")  # never published: bus was down
     second = next_entries(entries + first)
-    store.append("g", second, command_id="c2")
+    store.append("g", second, command_id="c2", sender="p1")
     await bus.publish("hokm", "g", second)  # a gap before it: filled from the store
     await asyncio.sleep(0.3)
     task.cancel()

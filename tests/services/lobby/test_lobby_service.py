@@ -1,6 +1,6 @@
 """The lobby over gRPC: guests, tables, seats, bots, start, quick match, rematch, watch.
 
-rules/hokm.md "What the app adds": table settings (target_score 3/5/7/10, turn_seconds
+docs/rules/hokm.md "What the app adds": table settings (target_score 3/5/7/10, turn_seconds
 15/30/45/60), bots fill empty seats when the host starts.
 """
 
@@ -37,7 +37,7 @@ async def test_a_device_signs_in_as_the_same_guest_and_may_rename() -> None:
 
 
 async def test_table_settings_outside_the_allowed_values_are_refused() -> None:
-    # rules/hokm.md "What the app adds": target_score 3/5/7/10, turn_seconds 15/30/45/60.
+    # docs/rules/hokm.md "What the app adds": target_score 3/5/7/10, turn_seconds 15/30/45/60.
     async with stack(timers=False) as run, grpc.aio.insecure_channel(run.address) as channel:
         host = await Guest.sign_in(channel, "device-settings")
         for bad in (lobby_pb2.TableSettings(game_type=common_pb2.GAME_TYPE_HOKM, target_score=4),

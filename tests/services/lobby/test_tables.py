@@ -1,6 +1,6 @@
 """Table changes (services/lobby/tables.py), pure: seats, start, leaving and coming back.
 
-rules/hokm.md "What the app adds": empty seats get bots when the host starts; a player who
+docs/rules/hokm.md "What the app adds": empty seats get bots when the host starts; a player who
 leaves mid-game is replaced by a bot; a player who comes back takes the seat back.
 """
 
@@ -27,7 +27,7 @@ def _playing() -> lobby_pb2.Table:
 
 
 def test_a_table_has_the_variants_number_of_seats() -> None:
-    # rules/hokm.md "Three players" / "Two players".
+    # docs/rules/hokm.md "Three players" / "Two players".
     assert len(_table(hokm_pb2.HOKM_VARIANT_THREE_PLAYERS).seats) == 3
     assert len(_table(hokm_pb2.HOKM_VARIANT_TWO_PLAYERS).seats) == 2
 
@@ -39,6 +39,14 @@ def test_start_fills_empty_seats_with_bots_of_the_tables_level() -> None:
     assert table.status == lobby_pb2.TABLE_STATUS_PLAYING and table.game_id == "t-1"
     with pytest.raises(LobbyError):
         tables.start(table, "host", "t-2")  # not waiting any more
+
+
+def test_a_table_of_expert_bots_seats_the_expert_policy() -> None:
+    table = _table()
+    table.settings.bot_level = lobby_pb2.BOT_LEVEL_EXPERT
+    started = tables.start(tables.join(table, "p1", "P1", 2).table, "host", "t-1").table
+    assert [s.player_id for s in started.seats if s.is_bot] == ["bot:expert:1", "bot:expert:3"]
+    assert all(s.bot_level == lobby_pb2.BOT_LEVEL_EXPERT for s in started.seats if s.is_bot)
 
 
 def test_a_player_who_leaves_mid_game_is_replaced_and_gets_the_seat_back_on_return() -> None:

@@ -38,7 +38,8 @@ async def nothing_more(iterator: AsyncIterator[object], seconds: float = 0.5) ->
 
 
 class BusContract:
-    """What every :class:`~services.platform.bus.Bus` must do (DESIGN.md "Event store and bus")."""
+    """What every :class:`~services.platform.bus.Bus` must do (docs/architecture.md "Event store
+    and bus")."""
 
     async def test_live_sees_events_published_by_any_replica_in_order(
         self, bus: Bus, replica: Replica
@@ -109,7 +110,8 @@ class BusContract:
         assert {p.game_type for _, p in received} == {"hokm"}
 
     async def test_publishing_a_seq_twice_delivers_it_once(self, bus: Bus) -> None:
-        # DESIGN.md: Nats-Msg-Id = <game_id>:<seq>, so a resend creates no duplicate.
+        # docs/architecture.md "Event store and bus": Nats-Msg-Id = <game_id>:<seq>, so a resend
+        # creates no duplicate.
         events = bus.all_events("dedup")
         log = make_entries(1, 2)
         await bus.publish("hokm", "g1", log)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dast.v1 import log_pb2
-from engine.core.chain import GENESIS_HASH, chain_entries
+from engine.core.chain import GENESIS_HASH, chain_entries, chain_key
 
 HOKM = 1  # dast.v1.GameType.GAME_TYPE_HOKM
 
@@ -17,7 +17,8 @@ def make_entries(
     events = [
         log_pb2.Event(seq=seq, at_ms=at_ms + seq) for seq in range(first_seq, first_seq + count)
     ]
-    return chain_entries(events, prev_hash)
+    # Bare events record no server seed: their log is chained under the empty seed's key.
+    return chain_entries(events, prev_hash, key=chain_key(b""))
 
 
 def continue_log(

@@ -42,7 +42,8 @@ def _race_appends(
 
 
 class EventStoreContract:
-    """What every :class:`~services.platform.store.EventStore` must do (DESIGN.md)."""
+    """What every :class:`~services.platform.store.EventStore` must do (docs/architecture.md "Event
+    store and bus")."""
 
     @pytest.fixture
     def rival(self, store: OutboxStore) -> Callable[[], OutboxStore]:
@@ -53,7 +54,7 @@ class EventStoreContract:
         start = make_entries(1, 2)
         store.create_game("g1", HOKM, start)
         more = continue_log(start, 3)
-        result = store.append("g1", more, command_id="c1")
+        result = store.append("g1", more, command_id="c1", sender="p1")
         assert result == AppendResult(more, duplicate=False)
         assert store.load("g1") == start + more
         assert store.last_seq("g1") == 5
@@ -92,7 +93,7 @@ class EventStoreContract:
         with pytest.raises(GameNotFound):
             store.last_seq("nope")
         with pytest.raises(GameNotFound):
-            store.append("nope", make_entries(1, 1), command_id="c1")
+            store.append("nope", make_entries(1, 1), command_id="c1", sender="p1")
 
     def test_log_must_start_at_seq_one(self, store: OutboxStore) -> None:
         with pytest.raises(InvalidEntries):
@@ -112,7 +113,7 @@ class EventStoreContract:
         assert store.last_seq("g1") == 2
 
     def test_append_rejects_hash_that_does_not_chain(self, store: OutboxStore) -> None:
-        # DESIGN.md "Tamper evidence": hash(n) = sha256(hash(n-1) || event n).
+        # docs/architecture.md "Tamper evidence": hash(n) = sha256(hash(n-1) || event n).
         log = make_entries(1, 2)
         store.create_game("g1", HOKM, log)
         forged = continue_log(log, 2)
@@ -134,7 +135,7 @@ class EventStoreContract:
     def test_empty_append_is_rejected(self, store: OutboxStore) -> None:
         store.create_game("g1", HOKM, [])
         with pytest.raises(InvalidEntries):
-            store.append("g1", [], command_id="c1")
+            store.append("g1", [], command_id="c1", sender="p1")
 
     def test_repeated_command_id_returns_first_result_and_appends_nothing(
         self, store: OutboxStore
@@ -142,20 +143,56 @@ class EventStoreContract:
         log = make_entries(1, 1)
         store.create_game("g1", HOKM, log)
         first = continue_log(log, 2)
-        assert store.append("g1", first, command_id="c1").duplicate is False
+        assert store.append("g1", first, command_id="c1", sender="p1").duplicate is False
         # A retry computed from a newer state (different events, later seqs) changes nothing.
         retry = continue_log(log + first, 1)
-        repeated = store.append("g1", retry, command_id="c1")
+        repeated = store.append("g1", retry, command_id="c1", sender="p1")
         assert repeated == AppendResult(first, duplicate=True)
         assert store.last_seq("g1") == 3
         # command ids are per game
         store.create_game("g2", HOKM, [])
-        assert store.append("g2", make_entries(1, 1), command_id="c1").duplicate is False
+        result = store.append("g2", make_entries(1, 1), command_id="c1", sender="p1")
+        assert result.duplicate is False
+
+    def test_command_ids_belong_to_their_sender(self, store: OutboxStore) -> None:
+        # Another sender's use of the same id is a command of its own, never a duplicate: a
+        # squatter who took a bot's next id first cannot make the bot's command vanish.
+        log = make_entries(1, 1)
+        store.create_game("g1", HOKM, log)
+        squatted = continue_log(log, 1)
+        store.append("g1", squatted, command_id="bot:g1:2", sender="player:host")
+        own = continue_log(log + squatted, 2)
+        result = store.append("g1", own, command_id="bot:g1:2", sender="service:bots#1")
+        assert result == AppendResult(own, duplicate=False)
+        # each sender's retry is answered with its own first result
+        retry = continue_log(log + squatted + own, 1)
+        assert store.append("g1", retry, command_id="bot:g1:2", sender="player:host") == (
+            AppendResult(squatted, duplicate=True)
+        )
+        assert store.append("g1", retry, command_id="bot:g1:2", sender="service:bots#1") == (
+            AppendResult(own, duplicate=True)
+        )
+        assert store.find_command("g1", "player:host", "bot:g1:2") == AppendResult(
+            squatted, duplicate=True
+        )
+        assert store.find_command("g1", "service:bots#1", "bot:g1:2") == AppendResult(
+            own, duplicate=True
+        )
+        assert store.find_command("g1", "service:bots#2", "bot:g1:2") is None
+        assert store.last_seq("g1") == 4
+
+    def test_a_command_id_without_its_sender_is_refused(self, store: OutboxStore) -> None:
+        log = make_entries(1, 1)
+        store.create_game("g1", HOKM, log)
+        with pytest.raises(ValueError, match="sender"):
+            store.append("g1", continue_log(log, 1), command_id="c1")
+        assert store.last_seq("g1") == 1
 
     def test_concurrent_appends_one_wins_the_rest_conflict(
         self, store: OutboxStore, rival: Callable[[], OutboxStore]
     ) -> None:
-        # DESIGN.md: the primary key (game_id, seq) is the optimistic-concurrency check.
+        # docs/architecture.md "Event store and bus": the primary key (game_id, seq) is the
+        # optimistic-concurrency check.
         writers = 4
         log = make_entries(1, 1)
         store.create_game("g1", HOKM, log)
@@ -180,7 +217,7 @@ class EventStoreContract:
 
         def retry(handle: OutboxStore) -> AppendResult:
             barrier.wait()
-            return handle.append("g1", batch, command_id="same")
+            return handle.append("g1", batch, command_id="same", sender="p1")
 
         with ThreadPoolExecutor(len(handles)) as pool:
             results = list(pool.map(retry, handles))
@@ -219,26 +256,53 @@ class EventStoreContract:
         assert len(store.claim_unrelayed(lease_ms=0)) == 1
         assert len(store.claim_unrelayed()) == 1
 
+    def test_claims_say_when_the_previous_one_ended_unfinished(self, store: OutboxStore) -> None:
+        # A relay that died holding a claim, or whose publish failed midway, may have put some
+        # events on the bus without recording it: the next claim tells the relay to look.
+        store.create_game("g1", HOKM, make_entries(1, 2))
+        store.create_game("g2", HOKM, make_entries(1, 1))
+        first = store.claim_unrelayed(lease_ms=0)  # its relay "dies": the lease runs out
+        assert [(game.game_id, game.interrupted) for game in first] == [
+            ("g1", False), ("g2", False),
+        ]
+        taken_over = store.claim_unrelayed()
+        assert [(game.game_id, game.interrupted) for game in taken_over] == [
+            ("g1", True), ("g2", True),
+        ]
+        store.release(["g1"], interrupted=True)  # failed midway
+        store.release(["g2"])  # never tried
+        again = store.claim_unrelayed()
+        assert [(game.game_id, game.interrupted) for game in again] == [
+            ("g1", True), ("g2", False),
+        ]
+        store.mark_relayed("g1", 1)  # a clean end clears the mark
+        store.release(["g2"])
+        assert [(game.game_id, game.interrupted) for game in store.claim_unrelayed()] == [
+            ("g1", False), ("g2", False),
+        ]
+
     def test_find_command_returns_what_the_command_appended(self, store: OutboxStore) -> None:
-        # DESIGN.md "Event store and bus": a command_id makes a retried command append nothing;
+        # docs/architecture.md "Event store and bus": a command_id makes a retried command append
+        # nothing;
         # the service asks find_command whether a refused command had in fact been applied.
         log = make_entries(1, 1)
         store.create_game("g1", HOKM, log)
-        assert store.find_command("g1", "c1") is None
+        assert store.find_command("g1", "p1", "c1") is None
         batch = continue_log(log, 2)
-        store.append("g1", batch, command_id="c1")
-        assert store.find_command("g1", "c1") == AppendResult(batch, duplicate=True)
+        store.append("g1", batch, command_id="c1", sender="p1")
+        assert store.find_command("g1", "p1", "c1") == AppendResult(batch, duplicate=True)
+        assert store.find_command("g1", "p2", "c1") is None  # command ids are per sender
         store.create_game("g2", HOKM, [])
-        assert store.find_command("g2", "c1") is None  # command ids are per game
+        assert store.find_command("g2", "p1", "c1") is None  # and per game
         with pytest.raises(GameNotFound):
-            store.find_command("nope", "c1")
+            store.find_command("nope", "p1", "c1")
 
     def test_relayed_writes_leave_nothing_for_the_relay(self, store: OutboxStore) -> None:
         # The in-process bus path: the caller publishes itself right after the commit.
         log = make_entries(1, 2)
         store.create_game("g1", HOKM, log, relayed=True)
         assert store.claim_unrelayed(lease_ms=0) == []
-        store.append("g1", continue_log(log, 1), command_id="c1", relayed=True)
+        store.append("g1", continue_log(log, 1), command_id="c1", sender="p1", relayed=True)
         assert store.claim_unrelayed(lease_ms=0) == []
         store.append("g1", continue_log(store.load("g1"), 1), command_id=None)
         assert [seqs(game.entries) for game in store.claim_unrelayed(lease_ms=0)] == [[4]]

@@ -48,7 +48,8 @@ class TestNatsBus(BusContract):
     async def test_messages_carry_subject_and_msg_id(
         self, bus: Bus, nats_url: str, nats_names: NatsNames
     ) -> None:
-        # DESIGN.md: subject dast.events.<game_type>.<game_id>, Nats-Msg-Id = <game_id>:<seq>.
+        # docs/architecture.md "Event store and bus": subject dast.events.<game_type>.<game_id>,
+        # Nats-Msg-Id = <game_id>:<seq>.
         await bus.publish("hokm", "g1", make_entries(1, 2))
         connection = await nats.connect(nats_url)
         try:

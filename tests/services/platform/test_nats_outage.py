@@ -1,6 +1,6 @@
 """NATS goes down mid-game: games go on, and the relay delivers every event once it is back.
 
-DESIGN.md "Event store and bus": NATS down ⇒ games go on; the relay catches up; the
+docs/architecture.md "Event store and bus": NATS down ⇒ games go on; the relay catches up; the
 Nats-Msg-Id makes resends harmless.
 """
 
@@ -55,7 +55,7 @@ async def test_relay_catches_up_after_an_outage_and_delivers_each_event_once(
     tasks = [
         asyncio.create_task(relay.run()),
         # A durable consumer that lives through the outage (its pull subscription must be
-        # re-created after the restart: DESIGN.md "Known traps").
+        # re-created after the restart: docs/architecture.md "Known traps").
         asyncio.create_task(consume(bus.all_events("stats"))),
     ]
     try:
@@ -73,7 +73,8 @@ async def test_relay_catches_up_after_an_outage_and_delivers_each_event_once(
         for _ in range(3):
             for game_id, log in logs.items():
                 more = continue_log(log, 1)
-                result = store.append(game_id, more, command_id=f"{game_id}-{len(log)}")
+                command_id = f"{game_id}-{len(log)}"
+                result = store.append(game_id, more, command_id=command_id, sender="p1")
                 assert not result.duplicate
                 log.extend(more)
                 relay.notify()

@@ -53,7 +53,7 @@ async def test_notify_publishes_an_append_at_once(
         store.create_game("g1", HOKM, log)
         relay.notify()
         assert seqs(await asyncio.wait_for(_take(live, 2), 2.0)) == [1, 2]
-        store.append("g1", continue_log(log, 1), command_id="c")
+        store.append("g1", continue_log(log, 1), command_id="c", sender="p1")
         relay.notify()
         assert seqs(await asyncio.wait_for(_take(live, 1), 2.0)) == [3]
     assert store.claim_unrelayed() == []

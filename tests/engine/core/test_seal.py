@@ -1,0 +1,109 @@
+"""The seal over a log's head (engine/core/seal.py) and the export and receipts formats
+(engine/core/logformat.py)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from google.protobuf import json_format
+
+from dast.v1 import game_pb2, log_pb2
+from engine.core.chain import chain_log
+from engine.core.logformat import (
+    LogFormatError,
+    Receipt,
+    dump_jsonl,
+    load_jsonl,
+    load_log,
+    load_receipts,
+)
+from engine.core.seal import SealProblem, seal_covers, seal_message, verify_seal
+
+
+def _raw(key: Ed25519PrivateKey) -> bytes:
+    return key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+def _seal(key: Ed25519PrivateKey, game_id: str, entry: log_pb2.LogEntry) -> log_pb2.LogSeal:
+    message = seal_message(game_id, entry.event.seq, entry.hash)
+    return log_pb2.LogSeal(game_id=game_id, seq=entry.event.seq, head_hash=entry.hash,
+                           public_key=_raw(key), signature=key.sign(message))
+
+
+ENTRIES = chain_log([log_pb2.Event(seq=seq, at_ms=seq) for seq in (1, 2, 3)])
+
+
+def test_the_signed_message_is_the_documented_byte_string() -> None:
+    head = bytes(range(32))
+    expected = b"dast/log-seal/v1\x00" + struct.pack(">I", 2) + b"g7" + struct.pack(">Q", 9)
+    assert seal_message("g7", 9, head) == expected + head
+
+
+def test_a_seal_verifies_under_its_key_and_the_trusted_one() -> None:
+    key = Ed25519PrivateKey.generate()
+    seal = _seal(key, "g1", ENTRIES[-1])
+    assert verify_seal(seal) is None
+    assert verify_seal(seal, _raw(key)) is None
+    assert seal_covers(seal, ENTRIES)
+    assert not seal_covers(seal, ENTRIES[:-1])
+
+
+def test_a_seal_made_with_another_key_is_not_trusted() -> None:
+    seal = _seal(Ed25519PrivateKey.generate(), "g1", ENTRIES[-1])
+    trusted = _raw(Ed25519PrivateKey.generate())
+    assert verify_seal(seal, trusted) is SealProblem.UNTRUSTED_KEY
+
+
+def test_a_seal_moved_to_another_game_seq_or_head_fails() -> None:
+    key = Ed25519PrivateKey.generate()
+    seal = _seal(key, "g1", ENTRIES[-1])
+    for field, value in (("game_id", "g2"), ("seq", 2), ("head_hash", ENTRIES[1].hash)):
+        moved = log_pb2.LogSeal()
+        moved.CopyFrom(seal)
+        setattr(moved, field, value)
+        assert verify_seal(moved) is SealProblem.BAD_SIGNATURE, field
+    truncated = log_pb2.LogSeal()
+    truncated.CopyFrom(seal)
+    truncated.signature = seal.signature[:10]
+    assert verify_seal(truncated) is SealProblem.MALFORMED
+
+
+def test_a_sealed_export_round_trips_and_old_exports_still_load() -> None:
+    seal = _seal(Ed25519PrivateKey.generate(), "g1", ENTRIES[-1])
+    text = dump_jsonl(ENTRIES, seal)
+    assert json.loads(text.splitlines()[-1]).keys() == {"seal"}
+    loaded = load_log(text)
+    assert loaded.entries == ENTRIES and loaded.seal == seal
+    assert load_jsonl(text) == ENTRIES
+    old = dump_jsonl(ENTRIES)
+    assert load_log(old).seal is None and load_log(old).entries == ENTRIES
+
+
+def test_nothing_may_follow_the_seal() -> None:
+    seal = _seal(Ed25519PrivateKey.generate(), "g1", ENTRIES[-1])
+    text = dump_jsonl(ENTRIES[:2], seal) + dump_jsonl(ENTRIES[2:])
+    with pytest.raises(LogFormatError, match="line 4 follows the seal"):
+        load_log(text)
+
+
+def test_receipts_load_from_pairs_and_from_saved_subscribe_replies() -> None:
+    pair = json.dumps({"seq": 1, "hash": base64.b64encode(ENTRIES[0].hash).decode()})
+    reply = game_pb2.SubscribeResponse(event=ENTRIES[1].event, hash=ENTRIES[1].hash)
+    saved = json_format.MessageToJson(reply, indent=None)
+    assert load_receipts(f"{pair}\n\n{saved}\n") == [
+        Receipt(1, ENTRIES[0].hash), Receipt(2, ENTRIES[1].hash)
+    ]
+
+
+@pytest.mark.parametrize("line", [
+    "[1, 2]", '{"seq": 1}', '{"seq": 0, "hash": "AAAA"}', '{"seq": 1, "hash": "AAAA"}',
+    '{"seq": "x", "hash": ""}', "not json",
+])
+def test_malformed_receipts_name_their_line(line: str) -> None:
+    with pytest.raises(LogFormatError, match="line 1 is not a receipt"):
+        load_receipts(line + "\n")

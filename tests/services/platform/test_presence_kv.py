@@ -1,0 +1,167 @@
+"""Presence shared across replicas (services/platform/presence_kv.py): the reporter's
+records, the rule that reads them, and both boards behind one interface."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import nats
+import pytest
+
+from services.bot.policies import SeatView
+from services.bot.presence import Takeovers
+from services.platform.clock import wall_clock_ms
+from services.platform.presence_kv import (
+    InProcessPresenceBoard,
+    NatsPresenceBoard,
+    PresenceBoard,
+    PresenceRecord,
+    PresenceReporter,
+    away_since,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Clock:
+    def __init__(self, now: int = 1_000_000) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def test_a_player_with_a_fresh_stream_on_any_replica_is_present() -> None:
+    records = [PresenceRecord("g", "a", 10_000, closed={"p": 9_000}),
+               PresenceRecord("g", "b", 10_000, open={"p": 2})]
+    assert away_since(records, "g", "p", now_ms=10_500, stale_ms=3_000) is None
+
+
+def test_a_player_gone_from_every_replica_is_away_since_the_last_one_saw_them() -> None:
+    records = [PresenceRecord("g", "a", 10_000, closed={"p": 9_000}),
+               PresenceRecord("g", "b", 10_000, closed={"p": 9_500}),
+               PresenceRecord("other", "b", 10_000, open={"p": 1})]
+    assert away_since(records, "g", "p", now_ms=10_500, stale_ms=3_000) == 9_500
+
+
+def test_the_streams_of_a_replica_that_stopped_reporting_count_as_gone() -> None:
+    dead = PresenceRecord("g", "a", 5_000, open={"p": 1})
+    assert away_since([dead], "g", "p", now_ms=9_000, stale_ms=3_000) == 5_000
+    assert away_since([dead], "g", "p", now_ms=7_000, stale_ms=3_000) is None
+
+
+def test_a_player_no_replica_ever_saw_is_not_away() -> None:
+    assert away_since([PresenceRecord("g", "a", 1, open={"q": 1})], "g", "p",
+                      now_ms=10, stale_ms=3) is None
+
+
+async def test_the_reporter_publishes_changes_renews_records_and_forgets_the_gone() -> None:
+    clock = Clock()
+    board = InProcessPresenceBoard(clock=clock)
+    reporter = PresenceReporter(board, replica_id="r1", heartbeat_ms=1_000, remember_ms=5_000,
+                                clock=clock)
+    reporter.opened("g", "p")
+    reporter.opened("g", "p")
+    reporter.closed("g", "p")  # one of two streams closed: still here
+    await reporter.flush(["g"])
+    [record] = await board.records()
+    assert (record.open, record.closed) == ({"p": 1}, {})
+    left_at = clock.now
+    reporter.closed("g", "p")
+    clock.now += 100
+    await reporter.flush(["g"])
+    [record] = await board.records()
+    assert record.open == {} and record.closed == {"p": left_at} and record.at_ms == clock.now
+    # Remembered for remember_ms, then the record goes away with nothing left in it.
+    clock.now += 6_000
+    await reporter.flush(["g"])
+    assert await board.records() == []
+
+
+async def test_the_reporter_run_loop_publishes_a_change_at_once() -> None:
+    board = InProcessPresenceBoard()
+    reporter = PresenceReporter(board, heartbeat_ms=60_000)
+    running = asyncio.create_task(reporter.run())
+    try:
+        reporter.opened("g", "p")
+        for _ in range(100):
+            if await board.records():
+                break
+            await asyncio.sleep(0.01)
+        [record] = await board.records()
+        assert record.open == {"p": 1}
+    finally:
+        running.cancel()
+        with contextlib.suppress(BaseException):
+            await running
+
+
+class _SilentBoard(InProcessPresenceBoard):
+    """A board cut off from the others: its records age, and it knows it."""
+
+    def __init__(self, clock: Clock, heard: int) -> None:
+        super().__init__(clock=clock)
+        self.heard = heard
+
+    def last_heard_ms(self) -> int | None:
+        return self.heard
+
+
+class _NoCalls:
+    async def view(self, game_id: str, seat: int | None) -> SeatView:
+        raise AssertionError("the sweeper must not act")
+
+    async def control_seat(self, *args: Any, **kwargs: Any) -> bool:
+        raise AssertionError("the sweeper must not act")
+
+
+async def test_a_sweeper_cut_off_from_the_board_takes_nobody_over() -> None:
+    clock = Clock()
+    board = _SilentBoard(clock, heard=clock.now - 60_000)
+    await board.publish(PresenceRecord("g", "r1", clock.now - 60_000, open={"p": 1}))
+    sweeper = Takeovers(board, _NoCalls(), grace_ms=1_000, stale_ms=3_000, clock=clock)
+    assert await sweeper.sweep() == 0
+
+
+@pytest.fixture
+async def nats_board(nats_url: str) -> AsyncIterator[tuple[NatsPresenceBoard, NatsPresenceBoard]]:
+    bucket = f"TEST_PRESENCE_{uuid.uuid4().hex[:12]}"
+    boards = (NatsPresenceBoard(nats_url, bucket=bucket, ttl_ms=60_000),
+              NatsPresenceBoard(nats_url, bucket=bucket, ttl_ms=60_000))
+    for board in boards:
+        await board.start()
+    try:
+        yield boards
+    finally:
+        for board in boards:
+            await board.close()
+        with contextlib.suppress(Exception):
+            connection = await nats.connect(nats_url, connect_timeout=2)
+            await connection.jetstream().delete_key_value(bucket)
+            await connection.close()
+
+
+async def _eventually(board: PresenceBoard, count: int) -> list[PresenceRecord]:
+    for _ in range(200):
+        records = await board.records()
+        if len(records) == count:
+            return records
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"the board never held {count} records")
+
+
+async def test_one_replicas_record_reaches_every_board_through_the_bucket(
+    nats_board: tuple[NatsPresenceBoard, NatsPresenceBoard],
+) -> None:
+    writer, reader = nats_board
+    assert reader.last_heard_ms() is not None  # the (empty) snapshot arrived
+    # Ids with characters a key may not hold travel encoded.
+    record = PresenceRecord("game/1 é", "replica:a", at_ms=wall_clock_ms(), open={"p 1": 1})
+    await writer.publish(record)
+    assert await _eventually(reader, 1) == [record]
+    await writer.remove(record.game_id, record.replica_id)
+    assert await _eventually(reader, 0) == []
