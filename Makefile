@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test lint typecheck pytest run stack proto bench bench-peers clean
+.PHONY: venv test test-slow lint typecheck pytest run stack proto bench bench-peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ pytest: $(STAMP)
 
 test: lint typecheck pytest
 
+# The long property runs left out of `make test` (marked slow, e.g. 30,000 rounds of the
+# Hokm search core against the engine).
+test-slow: $(STAMP)
+	DAST_SLOW_TESTS=1 $(BIN)/pytest -m slow $(PYTEST_ARGS)
+
 run: $(STAMP)
 	$(BIN)/dast serve
 
@@ -46,6 +51,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/hand_engine.py --json
 	$(BIN)/python bench/game_service.py --json
 	$(BIN)/python bench/bot_tables.py --json
+	$(BIN)/python bench/bots.py --json
 	$(BIN)/python bench/scale.py --json
 
 # The engines against their peers (RLCard's game layers) in one interleaved run; the

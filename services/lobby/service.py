@@ -25,6 +25,7 @@ from services.lobby.changes import Tables
 from services.lobby.reasons import LobbyReason
 from services.lobby.store import StaleTable, TableNotFound
 from services.platform.auth import Role, current_identity, mint_token
+from services.platform.bus import raise_if_cancelling
 from services.platform.channels import service_channel
 from services.platform.clock import wall_clock_ms
 from services.platform.errors import ServiceError, map_exception
@@ -360,6 +361,7 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
             )
             version = table.version
             while True:
+                raise_if_cancelling()  # wait_for below may swallow a client's cancel (3.11)
                 wake.clear()
                 updates = await asyncio.to_thread(
                     self.tables.store.updates_after, table_id, version

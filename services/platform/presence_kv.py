@@ -44,6 +44,7 @@ from nats.aio.client import Client
 from nats.js.api import KeyValueConfig, StorageType
 from nats.js.kv import KeyValue
 
+from services.platform.bus import raise_if_cancelling
 from services.platform.clock import wall_clock_ms
 from services.platform.config import masked_url
 
@@ -422,6 +423,7 @@ class PresenceReporter:
         """Publish changes as they happen and every game's record each heartbeat, forever."""
         next_beat = self._clock() + self.heartbeat_ms
         while True:
+            raise_if_cancelling()  # wait_for below may swallow a cancel on Python 3.11
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(),
                                        max(next_beat - self._clock(), 1) / 1000)
