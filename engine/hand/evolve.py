@@ -172,35 +172,26 @@ def _card_drawn(
         hands[message.seat] |= 1 << message.card
     # A turn's flags start afresh with its draw (they outlive the discard that ends the
     # turn so that the round's end can tell a "hand").
+    turn_starts = {
+        "seq": seq,
+        "deadline_ms": deadline_ms,
+        "phase": Phase.PLAY,
+        "hands": tuple(hands),
+        "opened_this_turn": False,
+        "opening_total": 0,
+        "opening_to_beat": state.highest_opening,
+        "turn_first_meld": len(state.melds),
+        "used_older_melds": False,
+    }
     if message.from_discard:
         return evolved(
             state,
-            seq=seq,
-            deadline_ms=deadline_ms,
-            phase=Phase.PLAY,
-            hands=tuple(hands),
-            opened_this_turn=False,
-            opening_total=0,
-            opening_to_beat=state.highest_opening,
-            turn_first_meld=len(state.melds),
-            used_older_melds=False,
+            **turn_starts,
             discard=state.discard[:-1],
             shown=state.shown | (1 << message.card),
             must_use=message.card,
         )
-    return evolved(
-        state,
-        seq=seq,
-        deadline_ms=deadline_ms,
-        phase=Phase.PLAY,
-        hands=tuple(hands),
-        opened_this_turn=False,
-        opening_total=0,
-        opening_to_beat=state.highest_opening,
-        turn_first_meld=len(state.melds),
-        used_older_melds=False,
-        stock=state.stock[1:],
-    )
+    return evolved(state, **turn_starts, stock=state.stock[1:])
 
 
 def _melds_laid(

@@ -2,21 +2,26 @@
 
 Every method: read the caller's identity (checked by the auth interceptor), call the
 repository / command pipeline / stream merge, redact for the caller's seat, reply.
-Failures become rich statuses through :func:`services.platform.errors.abort_with`.
+Failures become rich statuses in one place: each method is wrapped by :func:`_rpc` (or
+:func:`_streaming_rpc`), which ends the call through
+:func:`services.platform.errors.abort_with` with the request's game id in the error logs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import re
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Final, NoReturn
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
+from typing import Any, Final, NoReturn, TypeVar
 
 import grpc
 import structlog
+from google.protobuf.message import Message
 
 from dast.v1 import game_pb2, game_pb2_grpc, log_pb2
 from engine.core.chain import chain_log
@@ -93,6 +98,110 @@ def _known(exc: Exception, game_id: str) -> Exception:
     return exc
 
 
+_Request = TypeVar("_Request", bound=Message)
+_Reply = TypeVar("_Reply", bound=Message)
+_UnaryMethod = Callable[
+    ["GameService", _Request, grpc.aio.ServicerContext], Coroutine[Any, Any, _Reply]
+]
+_StreamingMethod = Callable[
+    ["GameService", _Request, grpc.aio.ServicerContext], AsyncGenerator[_Reply, None]
+]
+_RefusalHook = Callable[["GameService", _Request, grpc.StatusCode, str], None]
+"""Told of each refused call of one method: (service, request, status code, reason)."""
+
+
+def _game_id_of(request: Message) -> str:
+    """The game id a request names, as clients sent it ("" for requests naming no game)."""
+    game_id = getattr(request, "game_id", "")
+    return game_id if isinstance(game_id, str) else ""
+
+
+async def _end_with_failure(
+    service: GameService, request: _Request, context: grpc.aio.ServicerContext,
+    exc: Exception, on_refusal: _RefusalHook[_Request] | None = None,
+) -> NoReturn:
+    """End the call with ``exc``'s status (services.platform.errors maps it; anything
+    unexpected, a store failure included, is logged with the request's game id and answered
+    INTERNAL with a correlation id), after telling ``on_refusal`` the status."""
+    game_id = _game_id_of(request)
+    failure = _known(exc, game_id)
+    if on_refusal is not None:
+        code, reason, _ = status_of(failure)
+        on_refusal(service, request, code, reason)
+    await abort_with(context, failure, game_id=game_id[:64])
+
+
+def _answering_failures(
+    method: _UnaryMethod[_Request, _Reply], on_refusal: _RefusalHook[_Request] | None
+) -> _UnaryMethod[_Request, _Reply]:
+    """``method``, its every failure ending the call (:func:`_end_with_failure`)."""
+
+    @functools.wraps(method)
+    async def answered(
+        service: GameService, request: _Request, context: grpc.aio.ServicerContext
+    ) -> _Reply:
+        try:
+            return await method(service, request, context)
+        except Exception as exc:
+            await _end_with_failure(service, request, context, exc, on_refusal)
+
+    return answered
+
+
+def _rpc(method: _UnaryMethod[_Request, _Reply]) -> _UnaryMethod[_Request, _Reply]:
+    """A unary servicer method whose failures end the call with their rich status."""
+    return _answering_failures(method, None)
+
+
+def _rpc_reporting_refusals(
+    on_refusal: _RefusalHook[_Request],
+) -> Callable[[_UnaryMethod[_Request, _Reply]], _UnaryMethod[_Request, _Reply]]:
+    """:func:`_rpc`, telling ``on_refusal`` of each refusal before the call ends."""
+
+    def decorate(method: _UnaryMethod[_Request, _Reply]) -> _UnaryMethod[_Request, _Reply]:
+        return _answering_failures(method, on_refusal)
+
+    return decorate
+
+
+def _streaming_rpc(
+    method: _StreamingMethod[_Request, _Reply],
+) -> _StreamingMethod[_Request, _Reply]:
+    """A server-streaming servicer method (an async generator) whose failures, before or
+    between responses, end the stream with their rich status."""
+
+    @functools.wraps(method)
+    async def answered(
+        service: GameService, request: _Request, context: grpc.aio.ServicerContext
+    ) -> AsyncGenerator[_Reply, None]:
+        try:
+            # aclosing: a stream closed early (the client went away) closes the method's
+            # generator now, so its own ``finally`` blocks run at once, not when collected.
+            async with contextlib.aclosing(method(service, request, context)) as responses:
+                async for response in responses:
+                    yield response
+        except Exception as exc:
+            await _end_with_failure(service, request, context, exc)
+
+    return answered
+
+
+def _command_label(request: game_pb2.SubmitCommandRequest) -> str:
+    """The command's body name, the label of its metrics ("none" for an empty command)."""
+    return request.WhichOneof("command") or "none"
+
+
+def _count_refused_command(
+    service: GameService, request: game_pb2.SubmitCommandRequest,
+    code: grpc.StatusCode, reason: str,
+) -> None:
+    """Count and log a refused command (its duration is observed by the method itself)."""
+    metrics = service.metrics
+    metrics.child(metrics.commands, _command_label(request), code.name.lower()).inc()
+    _log.info("command_refused", game_id=request.game_id[:64],
+              expected_seq=request.expected_seq, status=code.name, reason=reason)
+
+
 class GameService(game_pb2_grpc.GameServiceServicer):
     """The servicer; each method is authenticate → load/decide/append → redact → reply."""
 
@@ -128,65 +237,67 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         )
         self.seat_controls = SeatControls(self.commands)
 
+    @_rpc
     async def CreateGame(
         self, request: game_pb2.CreateGameRequest, context: grpc.aio.ServicerContext
     ) -> game_pb2.CreateGameResponse:
+        identity = current_identity()
+        if not identity.is_privileged:
+            raise ServiceError(
+                grpc.StatusCode.PERMISSION_DENIED, Reason.ROLE_REQUIRED,
+                "creating a game needs a service or admin token",
+            )
+        game = GAMES.get(request.game_type)
+        if game is None:
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT, Reason.UNKNOWN_GAME_TYPE,
+                f"no game of type {request.game_type}",
+            )
         try:
-            identity = current_identity()
-            if not identity.is_privileged:
+            rules = take(request, "rules", game.SCHEMA, game.SCHEMA.rules)
+        except RuleViolation as wrong:
+            raise _invalid(f"no rules of a {game.NAME} game: {wrong.message}") from wrong
+        seed = request.server_seed or secrets.token_bytes(SERVER_SEED_BYTES)
+        if request.server_seed:
+            if identity.role is not Role.ADMIN:
                 raise ServiceError(
                     grpc.StatusCode.PERMISSION_DENIED, Reason.ROLE_REQUIRED,
-                    "creating a game needs a service or admin token",
+                    "only an admin token may choose the server seed",
                 )
-            game = GAMES.get(request.game_type)
-            if game is None:
-                raise ServiceError(
-                    grpc.StatusCode.INVALID_ARGUMENT, Reason.UNKNOWN_GAME_TYPE,
-                    f"no game of type {request.game_type}",
-                )
-            try:
-                rules = take(request, "rules", game.SCHEMA, game.SCHEMA.rules)
-            except RuleViolation as wrong:
-                raise _invalid(f"no rules of a {game.NAME} game: {wrong.message}") from wrong
-            seed = request.server_seed or secrets.token_bytes(SERVER_SEED_BYTES)
-            if request.server_seed:
-                if identity.role is not Role.ADMIN:
-                    raise ServiceError(
-                        grpc.StatusCode.PERMISSION_DENIED, Reason.ROLE_REQUIRED,
-                        "only an admin token may choose the server seed",
-                    )
-                if len(seed) != SERVER_SEED_BYTES:
-                    raise _invalid(f"server_seed must have {SERVER_SEED_BYTES} bytes")
-            game_id = request.game_id or uuid.uuid4().hex
-            if not _GAME_ID.fullmatch(game_id):
-                raise _invalid("game_id: 1 to 64 letters, digits, '-' or '_'")
-            events = game.start(
-                rules, seed, list(request.players), at_ms=self._clock(),
-                server_seed_chosen=bool(request.server_seed),
-            )
-            entries = chain_log(events)
+            if len(seed) != SERVER_SEED_BYTES:
+                raise _invalid(f"server_seed must have {SERVER_SEED_BYTES} bytes")
+        game_id = request.game_id or uuid.uuid4().hex
+        if not _GAME_ID.fullmatch(game_id):
+            raise _invalid("game_id: 1 to 64 letters, digits, '-' or '_'")
+        events = game.start(
+            rules, seed, list(request.players), at_ms=self._clock(),
+            server_seed_chosen=bool(request.server_seed),
+        )
+        entries = chain_log(events)
+        try:
             snapshot = await self.repository.create(
                 game_id, game.GAME_TYPE, entries, relayed=self.commands.inline_bus is not None
             )
-            await self.commands.published(snapshot, entries)
-            self.metrics.child(self.metrics.appended, game.NAME).inc(len(entries))
-            _log.info("game_created", game_id=game_id, game=game.NAME, seq=snapshot.seq)
-            return game_pb2.CreateGameResponse(
-                game_id=game_id, server_seed_commitment=commit(seed), seq=snapshot.seq
-            )
         except GameExists:
-            await abort_with(context, ServiceError(
+            # The id as the caller sent it, not the store's wording.
+            raise ServiceError(
                 grpc.StatusCode.ALREADY_EXISTS, Reason.GAME_EXISTS,
                 f"game {request.game_id} exists",
-            ))
-        except Exception as exc:
-            await self._fail(context, exc, request.game_id)
+            ) from None
+        await self.commands.published(snapshot, entries)
+        self.metrics.child(self.metrics.appended, game.NAME).inc(len(entries))
+        _log.info("game_created", game_id=game_id, game=game.NAME, seq=snapshot.seq)
+        return game_pb2.CreateGameResponse(
+            game_id=game_id, server_seed_commitment=commit(seed), seq=snapshot.seq
+        )
 
+    @_rpc_reporting_refusals(_count_refused_command)
     async def SubmitCommand(
         self, request: game_pb2.SubmitCommandRequest, context: grpc.aio.ServicerContext
     ) -> game_pb2.SubmitCommandResponse:
         started = time.perf_counter()
-        label = request.WhichOneof("command") or "none"
+        label = _command_label(request)
+        # Refusals are counted and logged by _count_refused_command (see the decorator).
         try:
             identity = current_identity()
             game_id = _check_game_id(request.game_id)
@@ -221,122 +332,106 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             self.metrics.child(self.metrics.commands, label, result).inc()
             _log.debug("command", game_id=game_id, seq=outcome.snapshot.seq, outcome=result)
             return reply
-        except Exception as exc:
-            code, reason, _ = status_of(_known(exc, request.game_id))
-            self.metrics.child(self.metrics.commands, label, code.name.lower()).inc()
-            _log.info("command_refused", game_id=request.game_id[:64],
-                      expected_seq=request.expected_seq, status=code.name, reason=reason)
-            await self._fail(context, exc, request.game_id)
         finally:
             self.metrics.child(self.metrics.command_seconds, label).observe(
                 time.perf_counter() - started
             )
 
+    @_rpc
     async def GetView(
         self, request: game_pb2.GetViewRequest, context: grpc.aio.ServicerContext
     ) -> game_pb2.GetViewResponse:
-        try:
-            identity = current_identity()
-            snapshot = await self.repository.refresh(_check_game_id(request.game_id))
-            seat = viewer_seat(
-                snapshot, identity, request.seat if request.HasField("seat") else None
-            )
-            await self._check_spectator(identity, snapshot.game_id, seat)
-            view = snapshot.game.view(snapshot.state, seat)
-            reply = game_pb2.GetViewResponse(seq=snapshot.seq)
-            put(reply, snapshot.game.SCHEMA, view)
-            reply.seat_control.extend(seat_control_of(snapshot))
-            return reply
-        except Exception as exc:
-            await self._fail(context, exc, request.game_id)
+        identity = current_identity()
+        snapshot = await self.repository.refresh(_check_game_id(request.game_id))
+        seat = viewer_seat(
+            snapshot, identity, request.seat if request.HasField("seat") else None
+        )
+        await self._check_spectator(identity, snapshot.game_id, seat)
+        view = snapshot.game.view(snapshot.state, seat)
+        reply = game_pb2.GetViewResponse(seq=snapshot.seq)
+        put(reply, snapshot.game.SCHEMA, view)
+        reply.seat_control.extend(seat_control_of(snapshot))
+        return reply
 
+    @_streaming_rpc
     async def Subscribe(
         self, request: game_pb2.SubscribeRequest, context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[game_pb2.SubscribeResponse]:
+    ) -> AsyncGenerator[game_pb2.SubscribeResponse, None]:
+        identity = current_identity()
+        snapshot = await self.repository.refresh(_check_game_id(request.game_id))
+        seat = viewer_seat(
+            snapshot, identity, request.seat if request.HasField("seat") else None
+        )
+        await self._check_spectator(identity, snapshot.game_id, seat)
+        if snapshot.is_over and request.after_seq >= snapshot.seq:
+            return
+        # A seated player's stream: presence counts it, and it gives the seat back if a
+        # bot stood in (services.game.control).
+        seated_player = not identity.is_privileged and seat is not None
+        if seated_player:
+            await self.seat_controls.on_stream_opened(identity, snapshot, seat)
+            if self.presence is not None:
+                self.presence.opened(snapshot.game_id, identity.player_id)
         try:
-            identity = current_identity()
-            snapshot = await self.repository.refresh(_check_game_id(request.game_id))
-            seat = viewer_seat(
-                snapshot, identity, request.seat if request.HasField("seat") else None
-            )
-            await self._check_spectator(identity, snapshot.game_id, seat)
-            if snapshot.is_over and request.after_seq >= snapshot.seq:
-                return
-            # A seated player's stream: presence counts it, and it gives the seat back if a
-            # bot stood in (services.game.control).
-            seated_player = not identity.is_privileged and seat is not None
-            if seated_player:
-                await self.seat_controls.on_stream_opened(identity, snapshot, seat)
-                if self.presence is not None:
-                    self.presence.opened(snapshot.game_id, identity.player_id)
-            try:
-                # Streams of one game share its feed, and those of one projection its
-                # responses (each redacted once): see services.game.streams.
-                async for response in self.feeds.responses_after(
-                    snapshot.game, snapshot.game_id, request.after_seq, seat,
-                    head_seq=snapshot.seq,
-                ):
-                    yield response
-            finally:
-                if seated_player and self.presence is not None:
-                    self.presence.closed(snapshot.game_id, identity.player_id)
-        except Exception as exc:
-            await self._fail(context, exc, request.game_id)
+            # Streams of one game share its feed, and those of one projection its
+            # responses (each redacted once): see services.game.streams.
+            async for response in self.feeds.responses_after(
+                snapshot.game, snapshot.game_id, request.after_seq, seat,
+                head_seq=snapshot.seq,
+            ):
+                yield response
+        finally:
+            if seated_player and self.presence is not None:
+                self.presence.closed(snapshot.game_id, identity.player_id)
 
+    @_rpc
     async def ControlSeat(
         self, request: game_pb2.ControlSeatRequest, context: grpc.aio.ServicerContext
     ) -> game_pb2.ControlSeatResponse:
-        try:
-            identity = current_identity()
-            self.seat_controls.check_caller(identity)
-            snapshot = await self.repository.refresh(_check_game_id(request.game_id))
-            outcome = await self.seat_controls.control(identity, snapshot, request)
-            reply = game_pb2.ControlSeatResponse(
-                seq=outcome.snapshot.seq, changed=bool(outcome.entries) and not outcome.duplicate
-            )
-            if outcome.entries:
-                reply.event.CopyFrom(outcome.entries[0].event)
-                reply.hash = outcome.entries[0].hash
-            if reply.changed:
-                _log.info("seat_control", game_id=snapshot.game_id, seat=request.seat,
-                          bot=request.bot, reason=request.reason, seq=outcome.snapshot.seq,
-                          requested_by=f"{identity.role}:{identity.player_id}")
-            return reply
-        except Exception as exc:
-            await self._fail(context, exc, request.game_id)
+        identity = current_identity()
+        self.seat_controls.check_caller(identity)
+        snapshot = await self.repository.refresh(_check_game_id(request.game_id))
+        outcome = await self.seat_controls.control(identity, snapshot, request)
+        reply = game_pb2.ControlSeatResponse(
+            seq=outcome.snapshot.seq, changed=bool(outcome.entries) and not outcome.duplicate
+        )
+        if outcome.entries:
+            reply.event.CopyFrom(outcome.entries[0].event)
+            reply.hash = outcome.entries[0].hash
+        if reply.changed:
+            _log.info("seat_control", game_id=snapshot.game_id, seat=request.seat,
+                      bot=request.bot, reason=request.reason, seq=outcome.snapshot.seq,
+                      requested_by=f"{identity.role}:{identity.player_id}")
+        return reply
 
+    @_rpc
     async def ExportLog(
         self, request: game_pb2.ExportLogRequest, context: grpc.aio.ServicerContext
     ) -> game_pb2.ExportLogResponse:
-        try:
-            identity = current_identity()
-            snapshot = await self.repository.refresh(_check_game_id(request.game_id))
-            if not snapshot.is_over and identity.role is not Role.ADMIN:
-                raise ServiceError(
-                    grpc.StatusCode.FAILED_PRECONDITION, Reason.GAME_NOT_OVER,
-                    f"game {snapshot.game_id} is not over; only admins export it now",
-                )
-            entries = await self._load(snapshot.game_id)
-            reply = game_pb2.ExportLogResponse(game_type=snapshot.game.GAME_TYPE, entries=entries)
-            if snapshot.is_over and entries:
-                head = entries[-1]
-                reply.seal.CopyFrom(
-                    self.signer.seal(snapshot.game_id, head.event.seq, head.hash)
-                )
-            return reply
-        except Exception as exc:
-            await self._fail(context, exc, request.game_id)
+        identity = current_identity()
+        snapshot = await self.repository.refresh(_check_game_id(request.game_id))
+        if not snapshot.is_over and identity.role is not Role.ADMIN:
+            raise ServiceError(
+                grpc.StatusCode.FAILED_PRECONDITION, Reason.GAME_NOT_OVER,
+                f"game {snapshot.game_id} is not over; only admins export it now",
+            )
+        entries = await self._load(snapshot.game_id)
+        reply = game_pb2.ExportLogResponse(game_type=snapshot.game.GAME_TYPE, entries=entries)
+        if snapshot.is_over and entries:
+            head = entries[-1]
+            reply.seal.CopyFrom(
+                self.signer.seal(snapshot.game_id, head.event.seq, head.hash)
+            )
+        return reply
 
+    @_rpc
     async def GetSigningKey(
         self, request: game_pb2.GetSigningKeyRequest, context: grpc.aio.ServicerContext
     ) -> game_pb2.GetSigningKeyResponse:
-        try:
-            current_identity()
-            return game_pb2.GetSigningKeyResponse(
-                public_key=self.signer.public_key, algorithm="ed25519"
-            )
-        except Exception as exc:
-            await self._fail(context, exc, "")
+        current_identity()
+        return game_pb2.GetSigningKeyResponse(
+            public_key=self.signer.public_key, algorithm="ed25519"
+        )
 
     async def _check_spectator(self, identity: Identity, game_id: str, seat: int | None) -> None:
         """Refuse a player who holds no seat in a match that admits no spectators."""
@@ -355,11 +450,3 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         if entry.event.at_ms:
             lag = max(0.0, (wall_clock_ms() - entry.event.at_ms) / 1000)
             self.metrics.relay_lag.observe(lag)
-
-    async def _fail(
-        self, context: grpc.aio.ServicerContext, exc: Exception, game_id: str
-    ) -> NoReturn:
-        """End the call with ``exc``'s status (services.platform.errors maps it; anything
-        unexpected, a store failure included, is logged and answered INTERNAL with a
-        correlation id)."""
-        await abort_with(context, _known(exc, game_id), game_id=game_id[:64])

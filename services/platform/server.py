@@ -26,7 +26,6 @@ from typing import Any, Final
 import grpc
 from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 from services.platform.auth import (
     AuthError,
@@ -38,6 +37,7 @@ from services.platform.auth import (
 )
 from services.platform.errors import Reason, ServiceError, abort_with
 from services.platform.limits import CallerLimiter, CallerLimits
+from services.platform.reflection import enable_server_reflection
 from services.platform.validation import request_problem
 
 KEEPALIVE_OPTIONS: Final[tuple[tuple[str, int], ...]] = (
@@ -257,14 +257,13 @@ def make_server(
 async def add_health_and_reflection(
     server: grpc.aio.Server, service_names: Sequence[str]
 ) -> health.aio.HealthServicer:
-    """Register gRPC health checking (every service SERVING) and server reflection."""
+    """Register gRPC health checking (every service SERVING) and server reflection (v1alpha
+    and v1, see :mod:`services.platform.reflection`)."""
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for name in ("", *service_names):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    reflection.enable_server_reflection(
-        [*service_names, health.SERVICE_NAME, reflection.SERVICE_NAME], server
-    )
+    enable_server_reflection(server, [*service_names, health.SERVICE_NAME])
     return health_servicer
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -17,6 +18,11 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from typer.testing import CliRunner
+
+from services.cli import app
+from services.platform.auth import mint_token
+from services.platform.config import DEV_JWT_SECRET
 
 pytestmark = pytest.mark.timeout(240)
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,10 +114,11 @@ def test_dast_play_plays_a_whole_hokm_match_in_a_terminal(
 ) -> None:
     # docs/rules/hokm.md "What the app adds": the host starts, the empty seats get bots.
     env = {**os.environ, "NO_COLOR": "1", "TERM": "dumb", "HOME": str(tmp_path)}
+    receipts_dir = tmp_path / "receipts"
     child = pexpect.spawn(
         PLAY[0],
         [*PLAY[1:], "--server", server_address, "--name", "Pty", "--target", "3",
-         "--turn-seconds", "0"],
+         "--turn-seconds", "0", "--receipts", str(receipts_dir / "{game}.jsonl")],
         cwd=str(ROOT), env=env, encoding="utf-8", timeout=60, dimensions=(60, 250),
     )
     transcript: list[str] = []
@@ -142,3 +149,21 @@ def test_dast_play_plays_a_whole_hokm_match_in_a_terminal(
     assert "Match over:" in text
     # The home directory now holds the guest's device id (the same guest next time).
     assert (tmp_path / ".dast" / "device-id").read_text().startswith("cli-")
+
+    # The seat kept its receipts (docs/security.md): the server's export of the match
+    # verifies against them, every one of them matching.
+    [receipts] = receipts_dir.glob("*.jsonl")
+    # (the console wraps the long path: compare without line breaks)
+    assert f"Keeping receipts in {receipts}" in text.replace("\r\n", "")
+    player = re.search(r"Signed in as Pty \(([^)]+)\)", text)
+    assert player is not None
+    secret = os.environ.get("DAST_JWT_SECRET", DEV_JWT_SECRET)  # the server's: embedded mode
+    cli = ["--server", server_address, "--token", mint_token(secret, player.group(1))]
+    log_file = tmp_path / "match.jsonl"
+    exported = CliRunner().invoke(app, ["export", receipts.stem, "-o", str(log_file), *cli])
+    assert exported.exit_code == 0 and "sealed" in exported.output, exported.output
+    kept = len(receipts.read_text().splitlines())
+    assert kept == len(log_file.read_text().splitlines()) - 1  # every event, once; the seal
+    verified = CliRunner().invoke(app, ["verify", str(log_file), "--receipts", str(receipts)])
+    assert verified.exit_code == 0, verified.output
+    assert f"({kept} of {kept} match)" in verified.output

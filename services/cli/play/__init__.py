@@ -5,6 +5,8 @@ against bots or people. Each event prints one line; when it is your turn the scr
 your hand (trump first), the trick or the table melds, scores, the turn timer and who is a
 bot, then a numbered list of your legal moves. At ``play>`` type a number, a card
 (``A♠``, ``AS``), ``a`` to let the basic bot choose, ``?`` for help or ``q`` to quit.
+With ``--receipts FILE`` the seat keeps every chain hash it is sent, for
+``dast verify --receipts`` (:mod:`services.cli.play.receipts`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import queue
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 import grpc
@@ -25,6 +28,7 @@ from dast.v1 import common_pb2, hokm_pb2, lobby_pb2
 from engine.core.cards import card_name, parse_card
 from services.bot.policies import SeatView, decide
 from services.cli.play import render
+from services.cli.play.receipts import GAME_PLACEHOLDER, ReceiptsError, ReceiptsFile
 from services.cli.play.session import STREAM_ENDED, Session
 
 HELP = ("number = that move · card (A♠ or AS) = play it · a = let the basic bot choose · "
@@ -169,6 +173,8 @@ class Client:
     def play_match(self, game_id: str) -> None:
         """Play the match until it is over (or the player quits)."""
         self.session.follow(game_id)
+        if self.session.receipts is not None:
+            self.say(f"Keeping receipts in {self.session.receipts.path}")
         shown_seq = -1
         last_seq = 0
         while True:
@@ -176,7 +182,11 @@ class Client:
             seat_view = SeatView.of(reply)
             last_seq = max(last_seq, self._print_events(0.0, last_seq, game_id))
             if seat_view.is_over:
-                self._print_events(0.5, last_seq, game_id)
+                # Take the final events off the stream before leaving: they print the last
+                # trick and carry the seat's last receipts (the seal covers up to them).
+                deadline = time.monotonic() + 2.0
+                while last_seq < reply.seq and time.monotonic() < deadline:
+                    last_seq = max(last_seq, self._print_events(0.1, last_seq, game_id))
                 self.say(self._result(seat_view))
                 return
             view = seat_view.view
@@ -322,14 +332,25 @@ def play(
     invite: Annotated[str, typer.Option(help="Join the private table of this code.")] = "",
     quick: Annotated[bool, typer.Option(help="Quick match into a public table.")] = False,
     start: Annotated[bool, typer.Option(help="Host: start at once (bots fill seats).")] = False,
+    receipts: Annotated[str, typer.Option(
+        help="Append every chain hash this seat is sent to FILE (JSON Lines), for dast verify "
+             f"--receipts; {GAME_PLACEHOLDER} in FILE becomes the game id (a rematch without "
+             "it gets FILE with its game id added).", metavar="FILE")] = "",
 ) -> None:
     """Play Hokm or Hand in the terminal against bots or people on a dast server."""
     console = Console(highlight=False)
-    session = Session(server, game_server)
 
     def say(line: str) -> None:
         console.print(line, markup=False, highlight=False)
 
+    if receipts and GAME_PLACEHOLDER not in receipts:
+        # Refuse an unusable file before a table is made, not when the match starts.
+        try:
+            ReceiptsFile(Path(receipts).expanduser()).close()
+        except ReceiptsError as error:
+            say(f"dast: {error}")
+            raise typer.Exit(2) from error
+    session = Session(server, game_server, receipts_template=receipts)
     try:
         session.sign_in(device or _device_id("~/.dast"), name)
         say(f"Signed in as {session.display_name} ({session.player_id})")
@@ -346,6 +367,9 @@ def play(
     except grpc.RpcError as error:
         say(f"dast: {error.code().name}: {error.details()}")
         raise typer.Exit(1) from error
+    except ReceiptsError as error:
+        say(f"dast: {error}")
+        raise typer.Exit(2) from error
     except (EOFError, KeyboardInterrupt):
         raise typer.Exit(0) from None
     finally:

@@ -2,7 +2,10 @@
 
 The Subscribe stream runs in a daemon thread that puts each event on a queue; keeping it open
 is also what tells the server the player is present (a dropped stream lets a bot take the
-seat after the grace period; subscribing again takes it back).
+seat after the grace period; subscribing again takes it back). With ``receipts_template``
+set, every chain hash the server sends (stream and SubmitCommand replies) is kept in a
+receipts file per match (:mod:`services.cli.play.receipts`), written by the stream's thread
+as it arrives rather than when the prompt gets to print it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import grpc
 from dast.v1 import game_pb2, game_pb2_grpc, lobby_pb2, lobby_pb2_grpc, log_pb2
 from engine.core.payload import put
 from engine.registry import GAMES_BY_NAME
+from services.cli.play.receipts import ReceiptsFile, receipts_path
 from services.platform.channels import CHANNEL_OPTIONS
 
 STREAM_ENDED = None
@@ -30,7 +34,8 @@ class Session:
 
     ``target`` serves the lobby, and the game service too unless ``game_target`` names it
     apart (in a deployment of separate processes; it may list several replicas, which the
-    client balances: :mod:`services.platform.channels`).
+    client balances: :mod:`services.platform.channels`). ``receipts_template`` (the
+    ``--receipts`` path, empty for none) is where the seat's receipts are kept.
     """
 
     target: str
@@ -42,7 +47,11 @@ class Session:
     game_channel: grpc.Channel = field(init=False)
     lobby: lobby_pb2_grpc.LobbyServiceStub = field(init=False)
     game: game_pb2_grpc.GameServiceStub = field(init=False)
+    receipts_template: str = ""
     events: queue.Queue[log_pb2.Event | None] = field(default_factory=queue.Queue)
+    receipts: ReceiptsFile | None = field(init=False, default=None)
+    """The receipts file of the match followed last (None without ``receipts_template``)."""
+    _receipts_game: str = field(init=False, default="")
     _stream: Any = field(init=False, default=None)
 
     def __post_init__(self) -> None:
@@ -106,11 +115,31 @@ class Session:
             game_id=game_id, command_id=f"{self.player_id}:{seq}", expected_seq=seq
         )
         put(request, GAMES_BY_NAME[game].SCHEMA, command)
-        self.call("SubmitCommand", request)
+        reply: game_pb2.SubmitCommandResponse = self.call("SubmitCommand", request)
+        receipts = self.receipts_of(game_id)
+        if receipts is not None:
+            receipts.record_reply(reply.events, reply.hashes)
+
+    def receipts_of(self, game_id: str) -> ReceiptsFile | None:
+        """The receipts file of ``game_id``, opened on its first use (None when the player
+        keeps no receipts); the previous match's file is closed then.
+
+        :raises services.cli.play.receipts.ReceiptsError: as :class:`ReceiptsFile`.
+        """
+        if not self.receipts_template:
+            return None
+        if self.receipts is None or self._receipts_game != game_id:
+            first_match = not self._receipts_game
+            if self.receipts is not None:
+                self.receipts.close()
+            path = receipts_path(self.receipts_template, game_id, first_match=first_match)
+            self.receipts, self._receipts_game = ReceiptsFile(path), game_id
+        return self.receipts
 
     def follow(self, game_id: str, after_seq: int = 0) -> None:
         """Stream the game's events into :attr:`events` from a daemon thread."""
         self.unfollow()
+        receipts = self.receipts_of(game_id)
         stream = self.game.Subscribe(
             game_pb2.SubscribeRequest(game_id=game_id, after_seq=after_seq),
             metadata=self.metadata,
@@ -120,6 +149,8 @@ class Session:
         def pump() -> None:
             with contextlib.suppress(grpc.RpcError):
                 for reply in stream:
+                    if receipts is not None:
+                        receipts.record(reply.event.seq, reply.hash)
                     self.events.put(reply.event)
             self.events.put(STREAM_ENDED)
 
@@ -132,8 +163,10 @@ class Session:
             self._stream = None
 
     def close(self) -> None:
-        """Close the stream and the channels."""
+        """Close the stream, the receipts file and the channels."""
         self.unfollow()
+        if self.receipts is not None:
+            self.receipts.close()
         if self.game_channel is not self.channel:
             self.game_channel.close()
         self.channel.close()
