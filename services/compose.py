@@ -46,11 +46,10 @@ from services.bot.stack import BotWorkers
 from services.bot.timers import TurnTimers
 from services.game.app import SERVICE_NAME as GAME_SERVICE_NAME
 from services.game.app import mount_game_service
-from services.game.service import SpectatorRule
 from services.lobby.app import SERVICE_NAME as LOBBY_SERVICE_NAME
 from services.lobby.app import Lobby, mount_lobby_service
 from services.lobby.changes import Tables
-from services.lobby.store import LobbyStore, TableNotFound
+from services.lobby.store import LobbyStore
 from services.platform.auth import Role, mint_token
 from services.platform.bus import Bus, InProcessBus, Published, open_bus
 from services.platform.channels import service_channel
@@ -148,7 +147,8 @@ class Composition:
     """The one clock every service started here reads (tests pass their own)."""
     tables: Tables | None = field(init=False, default=None)
     board: PresenceBoard = field(default_factory=InProcessPresenceBoard)
-    """Where game replicas report their players' streams and the takeovers read them."""
+    """Where game replicas report their players' streams and the takeovers read them
+    (callers open it on :attr:`clock`: :func:`open_presence_board`)."""
     feed: TableFeed = field(default_factory=InProcessTableFeed)
     """Where the lobby publishes its tables' changes."""
     reporter: PresenceReporter | None = field(init=False, default=None)
@@ -182,8 +182,6 @@ class Composition:
             mount_game_service(
                 server, self.store, self.bus, self.notify, metrics=self.metrics,
                 signer=self.signer, presence=self.reporter, clock=self.clock,
-                spectators_allowed=(_lobby_spectator_rule(self.lobby_store)
-                                    if self.lobby_store is not None else None),
             )
             mounted.append(str(GAME_SERVICE_NAME))
         if self.lobby_store is not None:
@@ -244,32 +242,6 @@ class Composition:
             await self.feed.close()
 
 
-_KNOWN_SPECTATOR_RULES: Final = 100_000
-"""Matches whose spectator rule a process remembers (it never changes for a match)."""
-
-
-def _lobby_spectator_rule(store: LobbyStore) -> SpectatorRule:
-    """Whether a match admits spectators, from its table's settings in the lobby's tables.
-
-    Only where the lobby runs in the game service's process: the table setting reaches the
-    game service no other way yet (elsewhere every match admits spectators).
-    """
-    known: dict[str, bool] = {}
-
-    async def allowed(game_id: str) -> bool:
-        if game_id not in known:
-            try:
-                table = await asyncio.to_thread(store.by_game, game_id)
-            except TableNotFound:
-                return True  # a match created without the lobby
-            if len(known) >= _KNOWN_SPECTATOR_RULES:
-                known.clear()
-            known[game_id] = table.settings.spectators_allowed
-        return known[game_id]
-
-    return allowed
-
-
 @dataclass
 class Running:
     """A composition serving on loopback (tests and benchmarks)."""
@@ -284,11 +256,13 @@ async def running_stack(
     secret: str, *, store_url: str | None = None, nats_url: str | None = None,
     options: StackOptions | None = None, listen: str = "127.0.0.1:0",
     metrics: GameMetrics | None = None, limits: CallerLimits | None = None,
-    presence_bucket: str = DEFAULT_PRESENCE_BUCKET, **nats_options: object,
+    presence_bucket: str = DEFAULT_PRESENCE_BUCKET, clock: Clock = wall_clock_ms,
+    **nats_options: object,
 ) -> AsyncIterator[Running]:
     """Serve every service (store, bus, relay, game, lobby, bots, timers) in this process
     until exit (``limits``: the per-caller limits, default :class:`CallerLimits`;
-    ``presence_bucket``: the key-value bucket of presence with NATS)."""
+    ``presence_bucket``: the key-value bucket of presence with NATS; ``clock``: the one
+    clock of every service and of presence)."""
     store = await asyncio.to_thread(open_store, store_url)
     lobby_store = await asyncio.to_thread(LobbyStore.open, store_url)
     bus = open_bus(nats_url, **nats_options) if nats_url else in_process_bus(store_url)
@@ -296,8 +270,8 @@ async def running_stack(
     relay = Relay(store, bus, poll_seconds=0.2)
     relay_task = asyncio.create_task(relay.run())
     stack = Composition(list(KNOWN_SERVICES), secret, bus, store, lobby_store, relay.notify,
-                        options or StackOptions(), metrics=metrics,
-                        board=open_presence_board(nats_url, bucket=presence_bucket))
+                        options or StackOptions(), metrics=metrics, clock=clock,
+                        board=open_presence_board(nats_url, bucket=presence_bucket, clock=clock))
     server = make_server(secret, limits=limits)
     await add_health_and_reflection(server, stack.mount(server))
     port = bind(server, listen)
@@ -399,12 +373,15 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     elif store is not None:
         relay = Relay(store, bus)
     relay_task = asyncio.create_task(relay.run(), name="relay") if relay is not None else None
+    # One clock for every service and the presence board, so that reporters, the board and
+    # the takeovers agree on how old a report is.
+    clock: Clock = wall_clock_ms
     composition = Composition(
         names, settings.jwt_secret, bus, store, lobby_store,
         relay.notify if relay is not None else (lambda: None),
         StackOptions(token_ttl_seconds=settings.token_ttl_seconds,
                      grace_ms=int(settings.presence_grace_seconds * 1000)),
-        signer=signer, board=open_presence_board(settings.nats_url),
+        signer=signer, clock=clock, board=open_presence_board(settings.nats_url, clock=clock),
         feed=open_table_feed(settings.nats_url, stream=settings.nats_tables_stream,
                              subject_prefix=settings.nats_tables_prefix),
     )

@@ -8,7 +8,7 @@ import grpc
 
 from dast.v1 import game_pb2, game_pb2_grpc
 from services.game.repository import GameRepository
-from services.game.service import GameService, SpectatorRule
+from services.game.service import GameService
 from services.platform.bus import Bus
 from services.platform.clock import wall_clock_ms
 from services.platform.keys import LogSigner
@@ -29,19 +29,18 @@ def mount_game_service(
     clock: Callable[[], int] = wall_clock_ms,
     signer: LogSigner | None = None,
     presence: StreamPresence | None = None,
-    spectators_allowed: SpectatorRule | None = None,
 ) -> GameService:
     """Add a :class:`GameService` over ``store`` and ``bus`` to ``server``; return it.
 
     ``notify`` wakes the relay after each append (so events reach the bus at once);
     ``signer`` seals finished logs (None: a key made for this service alone); ``presence``
-    hears of seated players' streams (a :class:`~services.platform.presence_kv.PresenceReporter`);
-    ``spectators_allowed`` tells whether a match admits spectators (None: all do).
+    hears of seated players' streams (a :class:`~services.platform.presence_kv.PresenceReporter`).
+    Whether a match admits spectators is the game's own setting, given to ``CreateGame``.
     """
     repository = GameRepository(store)
     service = GameService(
         repository, bus, notify, metrics or game_metrics(), clock=clock, signer=signer,
-        presence=presence, spectators_allowed=spectators_allowed,
+        presence=presence,
     )
     game_pb2_grpc.add_GameServiceServicer_to_server(service, server)
     return service

@@ -3,7 +3,8 @@
 A replica keeps the last state it knows of each game with its seq and chain head. The
 cache may be stale when another replica appended since: the store's primary key catches
 that on append (ConcurrencyConflict), and :meth:`GameRepository.refresh` catches up by
-loading only the entries after the cached seq.
+loading only the entries after the cached seq. Whether a match admits spectators is set
+when it is created and never changes: a replica asks the store once per game and remembers.
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ class GameRepository:
         self._cache: OrderedDict[str, GameSnapshot] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
         self._max_cached = max_cached
+        self._spectator_rules: OrderedDict[str, bool] = OrderedDict()
+        """game_id → whether the match admits spectators (the most recently used kept)."""
 
     def lock(self, game_id: str) -> asyncio.Lock:
         """The lock serializing this process's commands on one game."""
@@ -115,6 +118,25 @@ class GameRepository:
         entries = await asyncio.to_thread(self.store.load, game_id, 0)
         return self._remember(snapshot_of(game_id, entries))
 
+    def _remember_spectator_rule(self, game_id: str, allowed: bool) -> bool:
+        self._spectator_rules[game_id] = allowed
+        self._spectator_rules.move_to_end(game_id)
+        while len(self._spectator_rules) > self._max_cached:
+            self._spectator_rules.popitem(last=False)
+        return allowed
+
+    async def spectators_allowed(self, game_id: str) -> bool:
+        """Whether the match admits players who hold no seat in it (asked of the store once).
+
+        :raises GameNotFound: if there is no such game.
+        """
+        allowed = self._spectator_rules.get(game_id)
+        if allowed is not None:
+            self._spectator_rules.move_to_end(game_id)
+            return allowed
+        stored = await asyncio.to_thread(self.store.spectators_allowed, game_id)
+        return self._remember_spectator_rule(game_id, stored)
+
     async def refresh(self, game_id: str) -> GameSnapshot:
         """The game's state caught up with the store (loads only what the cache lacks).
 
@@ -133,19 +155,26 @@ class GameRepository:
         entries: Sequence[log_pb2.LogEntry],
         *,
         relayed: bool = False,
+        spectators_allowed: bool = True,
     ) -> GameSnapshot:
         """Store a new game's first entries and cache its state.
 
-        ``relayed``: the caller publishes the entries itself (:mod:`services.platform.store`).
+        ``relayed``: the caller publishes the entries itself (:mod:`services.platform.store`);
+        ``spectators_allowed``: whether players without a seat may watch the match.
 
         :raises GameExists: if the id is taken.
         """
         if self._writes is not None:
-            await self._writes.create_game_async(game_id, game_type, entries, relayed=relayed)
+            await self._writes.create_game_async(
+                game_id, game_type, entries, relayed=relayed,
+                spectators_allowed=spectators_allowed,
+            )
         else:
             await asyncio.to_thread(
-                self.store.create_game, game_id, game_type, entries, relayed=relayed
+                self.store.create_game, game_id, game_type, entries, relayed=relayed,
+                spectators_allowed=spectators_allowed,
             )
+        self._remember_spectator_rule(game_id, spectators_allowed)
         return self._remember(snapshot_of(game_id, entries))
 
     async def append(

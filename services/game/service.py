@@ -16,7 +16,7 @@ import re
 import secrets
 import time
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from typing import Any, Final, NoReturn, TypeVar
 
 import grpc
@@ -83,10 +83,6 @@ def viewer_seat(snapshot: GameSnapshot, identity: Identity, requested: int | Non
             f"player {identity.player_id} may not see seat {requested}",
         )
     return own
-
-
-SpectatorRule = Callable[[str], Awaitable[bool]]
-"""Whether the match ``game_id`` admits spectators (players who hold no seat in it)."""
 
 
 def _known(exc: Exception, game_id: str) -> Exception:
@@ -215,11 +211,8 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         clock: Callable[[], int] = wall_clock_ms,
         signer: LogSigner | None = None,
         presence: StreamPresence | None = None,
-        spectators_allowed: SpectatorRule | None = None,
     ) -> None:
         self.repository = repository
-        self._spectators_allowed = spectators_allowed
-        """None: every match admits spectators."""
         self.presence = presence
         """Told when a seated player's stream opens and closes (None: nobody listens)."""
         self.signer = signer or LogSigner.generate()
@@ -276,7 +269,10 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         entries = chain_log(events)
         try:
             snapshot = await self.repository.create(
-                game_id, game.GAME_TYPE, entries, relayed=self.commands.inline_bus is not None
+                game_id, game.GAME_TYPE, entries, relayed=self.commands.inline_bus is not None,
+                # unset: allowed, as for every caller that predates the field
+                spectators_allowed=(request.spectators_allowed
+                                    if request.HasField("spectators_allowed") else True),
             )
         except GameExists:
             # The id as the caller sent it, not the store's wording.
@@ -434,10 +430,11 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         )
 
     async def _check_spectator(self, identity: Identity, game_id: str, seat: int | None) -> None:
-        """Refuse a player who holds no seat in a match that admits no spectators."""
-        if identity.is_privileged or seat is not None or self._spectators_allowed is None:
+        """Refuse a player who holds no seat in a match that admits no spectators (the
+        setting it was created with, :meth:`GameRepository.spectators_allowed`)."""
+        if identity.is_privileged or seat is not None:
             return
-        if not await self._spectators_allowed(game_id):
+        if not await self.repository.spectators_allowed(game_id):
             raise ServiceError(
                 grpc.StatusCode.PERMISSION_DENIED, Reason.SPECTATORS_NOT_ALLOWED,
                 f"the table of game {game_id} allows no spectators",

@@ -131,6 +131,8 @@ def create_game_request(table: lobby_pb2.Table) -> game_pb2.CreateGameRequest:
     """The CreateGame request of the match a table is starting (``table.game_id``)."""
     request = game_pb2.CreateGameRequest(
         game_type=table.settings.game_type, game_id=table.game_id,
+        # the game service keeps the setting and refuses spectators itself
+        spectators_allowed=table.settings.spectators_allowed,
         players=[
             common_pb2.Player(player_id=seat.player_id, display_name=seat.display_name,
                               is_bot=seat.is_bot)

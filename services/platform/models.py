@@ -4,7 +4,9 @@
 ``last_hash``) and the relay's outbox watermark (``relayed_seq``: every event with a
 greater seq still has to reach the bus; ``relay_lease_until_ms``: a replica's claim on
 relaying this game, so that one game's events leave in seq order from one relay at a time;
-0 once a claim ended cleanly, so any other past value marks a claim that ended unfinished).
+0 once a claim ended cleanly, so any other past value marks a claim that ended unfinished)
+and ``spectators_allowed``: whether players without a seat may watch the match (the game
+service's own copy of the setting it was created with; games stored before it: true).
 ``events`` is the log itself, keyed by ``(game_id, seq)``: that primary key is the
 optimistic-concurrency check. ``commands`` remembers which seqs a sender's ``command_id``
 produced, keyed by ``(game_id, sender, command_id)``, so that a retried command appends
@@ -15,7 +17,7 @@ a migration are brought up to date by :mod:`services.platform.store_sql`); keep 
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Index, LargeBinary, String, text
+from sqlalchemy import BigInteger, Boolean, Column, Index, LargeBinary, String, text, true
 from sqlmodel import Field, SQLModel
 
 GAME_ID_LENGTH = 64
@@ -44,6 +46,9 @@ class GameRow(SQLModel, table=True):
     last_hash: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     relayed_seq: int = Field(sa_column=Column(BigInteger, nullable=False, default=0))
     relay_lease_until_ms: int = Field(sa_column=Column(BigInteger, nullable=False, default=0))
+    spectators_allowed: bool = Field(
+        sa_column=Column(Boolean, nullable=False, server_default=true())
+    )
 
 
 class EventRow(SQLModel, table=True):

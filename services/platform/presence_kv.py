@@ -325,11 +325,16 @@ class NatsPresenceBoard:
 
 
 def open_presence_board(nats_url: str | None, *, bucket: str = DEFAULT_BUCKET,
-                        ttl_ms: int = 600_000) -> PresenceBoard:
-    """The board of a deployment: JetStream's when ``nats_url`` is set, else in memory."""
+                        ttl_ms: int = 600_000,
+                        clock: Callable[[], int] = wall_clock_ms) -> PresenceBoard:
+    """The board of a deployment: JetStream's when ``nats_url`` is set, else in memory.
+
+    ``clock`` ages the records and the mirror: the composition passes the clock its
+    reporters and takeovers read, so that they all agree on how old a report is.
+    """
     if nats_url:
-        return NatsPresenceBoard(nats_url, bucket=bucket, ttl_ms=ttl_ms)
-    return InProcessPresenceBoard(ttl_ms=ttl_ms)
+        return NatsPresenceBoard(nats_url, bucket=bucket, ttl_ms=ttl_ms, clock=clock)
+    return InProcessPresenceBoard(ttl_ms=ttl_ms, clock=clock)
 
 
 class StreamPresence(Protocol):

@@ -94,11 +94,14 @@ class EventStore(Protocol):
     """Every game's log. Synchronous; thread-safe."""
 
     def create_game(
-        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False
+        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False,
+        spectators_allowed: bool = True,
     ) -> None:
         """Create a game whose log starts with ``entries`` (seq 1 onwards, may be empty).
 
         ``relayed``: the caller publishes the entries itself (see the module docstring).
+        ``spectators_allowed``: whether players without a seat may watch the match (kept
+        with the game, read back by :meth:`spectators_allowed`).
 
         :raises GameExists: if ``game_id`` is taken.
         :raises InvalidEntries: if the entries do not start a chain at seq 1.
@@ -156,6 +159,14 @@ class EventStore(Protocol):
         """
         ...
 
+    def spectators_allowed(self, game_id: str) -> bool:
+        """Whether the match admits players who hold no seat in it (set at creation; never
+        changes, so callers may cache it).
+
+        :raises GameNotFound: if the game does not exist.
+        """
+        ...
+
     def close(self) -> None:
         """Release connections; the store is unusable afterwards."""
         ...
@@ -167,7 +178,8 @@ class SubmitsWrites(Protocol):
     store's group-commit writer settles them)."""
 
     async def create_game_async(
-        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False
+        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False,
+        spectators_allowed: bool = True,
     ) -> None:
         """:meth:`EventStore.create_game`, returning once committed (same errors)."""
         ...
@@ -311,6 +323,7 @@ class _MemoryGame:
     """``(sender, command_id)`` → the first and last seq the command appended."""
     relayed_seq: int = 0
     lease_until_ms: int = 0
+    spectators_allowed: bool = True
 
     @property
     def last_seq(self) -> int:
@@ -335,14 +348,17 @@ class MemoryEventStore:
         return game
 
     def create_game(
-        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False
+        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False,
+        spectators_allowed: bool = True,
     ) -> None:
         """See :meth:`EventStore.create_game`."""
         with self._lock:
             if game_id in self._games:
                 raise GameExists(f"game {game_id} exists")
             check_continuation(game_id, 0, GENESIS_HASH, entries)
-            game = _MemoryGame(game_type, copy_entries(entries))
+            game = _MemoryGame(
+                game_type, copy_entries(entries), spectators_allowed=spectators_allowed
+            )
             if relayed:
                 game.relayed_seq = game.last_seq
             self._games[game_id] = game
@@ -399,6 +415,11 @@ class MemoryEventStore:
         """See :meth:`EventStore.last_seq`."""
         with self._lock:
             return self._game(game_id).last_seq
+
+    def spectators_allowed(self, game_id: str) -> bool:
+        """See :meth:`EventStore.spectators_allowed`."""
+        with self._lock:
+            return self._game(game_id).spectators_allowed
 
     def close(self) -> None:
         """Nothing to release."""

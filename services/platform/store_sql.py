@@ -92,25 +92,31 @@ def _entry(event_bytes: bytes, hash_: bytes) -> LogEntry:
     return entry_of(event_bytes, hash_)
 
 
+def _sqlite_columns(connection: Connection, table: str) -> set[str]:
+    return {row[1] for row in connection.exec_driver_sql(f"PRAGMA table_info({table})")}
+
+
 def upgrade_sqlite(engine: Engine) -> None:
     """Bring a SQLite file made by an older version to the tables of the models.
 
     Revision 0002 (command ids belong to their sender): SQLite cannot change a primary key in
     place, so ``commands`` is rebuilt, its old rows getting sender ``""`` as on PostgreSQL.
+    Revision 0003 (the game keeps whether it admits spectators): ``games`` gains the column,
+    true for the games already stored, as on PostgreSQL.
     """
     with engine.begin() as connection:
-        columns = {
-            row[1] for row in connection.exec_driver_sql("PRAGMA table_info(commands)")
-        }
-        if "sender" in columns:
-            return
-        connection.exec_driver_sql("ALTER TABLE commands RENAME TO commands_0001")
-        COMMANDS.create(connection)
-        connection.exec_driver_sql(
-            "INSERT INTO commands (game_id, sender, command_id, first_seq, last_seq) "
-            "SELECT game_id, '', command_id, first_seq, last_seq FROM commands_0001"
-        )
-        connection.exec_driver_sql("DROP TABLE commands_0001")
+        if "sender" not in _sqlite_columns(connection, "commands"):
+            connection.exec_driver_sql("ALTER TABLE commands RENAME TO commands_0001")
+            COMMANDS.create(connection)
+            connection.exec_driver_sql(
+                "INSERT INTO commands (game_id, sender, command_id, first_seq, last_seq) "
+                "SELECT game_id, '', command_id, first_seq, last_seq FROM commands_0001"
+            )
+            connection.exec_driver_sql("DROP TABLE commands_0001")
+        if "spectators_allowed" not in _sqlite_columns(connection, "games"):
+            connection.exec_driver_sql(
+                "ALTER TABLE games ADD COLUMN spectators_allowed BOOLEAN NOT NULL DEFAULT 1"
+            )
 
 
 def _sqlite_engine(url: str) -> Engine:
@@ -184,19 +190,24 @@ class SqlEventStore:
             yield connection
 
     def create_game(
-        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False
+        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False,
+        spectators_allowed: bool = True,
     ) -> None:
         """See :meth:`EventStore.create_game`."""
-        self.create_game_future(game_id, game_type, entries, relayed=relayed).result()
+        self.create_game_future(
+            game_id, game_type, entries, relayed=relayed, spectators_allowed=spectators_allowed
+        ).result()
 
     def create_game_future(
-        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False
+        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False,
+        spectators_allowed: bool = True,
     ) -> Future[None]:
         """:meth:`create_game`, done when committed (its errors in the future)."""
         check_continuation(game_id, 0, GENESIS_HASH, entries)
-        return self._writer.submit(
-            create_write(self._sql, game_id, game_type, entries, relayed=relayed)
-        )
+        return self._writer.submit(create_write(
+            self._sql, game_id, game_type, entries, relayed=relayed,
+            spectators_allowed=spectators_allowed,
+        ))
 
     def append(
         self,
@@ -231,13 +242,15 @@ class SqlEventStore:
         ))
 
     async def create_game_async(
-        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False
+        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False,
+        spectators_allowed: bool = True,
     ) -> None:
         """See :meth:`SubmitsWrites.create_game_async`."""
         check_continuation(game_id, 0, GENESIS_HASH, entries)
-        await self._writer.submit_async(
-            create_write(self._sql, game_id, game_type, entries, relayed=relayed)
-        )
+        await self._writer.submit_async(create_write(
+            self._sql, game_id, game_type, entries, relayed=relayed,
+            spectators_allowed=spectators_allowed,
+        ))
 
     async def append_async(
         self,
@@ -307,6 +320,16 @@ class SqlEventStore:
         """See :meth:`EventStore.last_seq`."""
         with self._transaction() as connection:
             return int(self._head(connection, game_id).last_seq)
+
+    def spectators_allowed(self, game_id: str) -> bool:
+        """See :meth:`EventStore.spectators_allowed`."""
+        with self._transaction() as connection:
+            allowed = connection.execute(
+                select(GAMES.c.spectators_allowed).where(GAMES.c.game_id == game_id)
+            ).scalar_one_or_none()
+        if allowed is None:
+            raise GameNotFound(f"no game {game_id}")
+        return bool(allowed)
 
     def close(self) -> None:
         """Finish queued writes, then dispose of the connection pool."""

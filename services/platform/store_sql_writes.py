@@ -37,7 +37,7 @@ _INSERT_COMMAND = (
 )
 _INSERT_GAME = (
     "INSERT INTO games (game_id, game_type, last_seq, last_hash, relayed_seq, "
-    "relay_lease_until_ms) VALUES (?, ?, ?, ?, ?, 0)"
+    "relay_lease_until_ms, spectators_allowed) VALUES (?, ?, ?, ?, ?, 0, ?)"
 )
 _GAME_EXISTS = "SELECT 1 FROM games WHERE game_id = ?"
 # The head of the log and, in the same read, what this sender's command_id appended before.
@@ -160,7 +160,8 @@ def _insert_events(cursor: Cursor, sql: Statements, rows: list[tuple[object, ...
 
 
 def create_write(
-    sql: Statements, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool
+    sql: Statements, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool,
+    spectators_allowed: bool = True,
 ) -> Write[None]:
     """The write creating a game (entries already checked to start a chain at seq 1)."""
     head = entries[-1].hash if entries else GENESIS_HASH
@@ -172,7 +173,8 @@ def create_write(
             raise GameExists(f"game {game_id} exists")
         cursor.execute(
             sql.insert_game,
-            (game_id, game_type, len(entries), head, len(entries) if relayed else 0),
+            (game_id, game_type, len(entries), head, len(entries) if relayed else 0,
+             spectators_allowed),
         )
         _insert_events(cursor, sql, rows)
 

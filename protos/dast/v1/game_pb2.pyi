@@ -49,6 +49,7 @@ class CreateGameRequest(google.protobuf.message.Message):
     PLAYERS_FIELD_NUMBER: builtins.int
     GAME_ID_FIELD_NUMBER: builtins.int
     SERVER_SEED_FIELD_NUMBER: builtins.int
+    SPECTATORS_ALLOWED_FIELD_NUMBER: builtins.int
     game_type: dast.v1.common_pb2.GameType.ValueType
     game_id: builtins.str
     """Optional id chosen by the lobby (letters, digits, '-', '_'; at most 64); empty: the
@@ -57,6 +58,11 @@ class CreateGameRequest(google.protobuf.message.Message):
     server_seed: builtins.bytes
     """Admin tokens only (tests, replays of incidents): use this 32-byte server seed instead
     of a fresh random one. Rejected with PERMISSION_DENIED for any other role.
+    """
+    spectators_allowed: builtins.bool
+    """Whether players who hold no seat in the match may watch it (GetView, Subscribe as
+    spectators); the game service keeps it with the game. Unset: they may. Seated players,
+    services and admins are never refused by it.
     """
     @property
     def hokm(self) -> dast.v1.hokm_pb2.HokmRules: ...
@@ -80,9 +86,13 @@ class CreateGameRequest(google.protobuf.message.Message):
         players: collections.abc.Iterable[dast.v1.common_pb2.Player] | None = ...,
         game_id: builtins.str = ...,
         server_seed: builtins.bytes = ...,
+        spectators_allowed: builtins.bool | None = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["hand", b"hand", "hokm", b"hokm", "other", b"other", "rules", b"rules"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["game_id", b"game_id", "game_type", b"game_type", "hand", b"hand", "hokm", b"hokm", "other", b"other", "players", b"players", "rules", b"rules", "server_seed", b"server_seed"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["_spectators_allowed", b"_spectators_allowed", "hand", b"hand", "hokm", b"hokm", "other", b"other", "rules", b"rules", "spectators_allowed", b"spectators_allowed"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_spectators_allowed", b"_spectators_allowed", "game_id", b"game_id", "game_type", b"game_type", "hand", b"hand", "hokm", b"hokm", "other", b"other", "players", b"players", "rules", b"rules", "server_seed", b"server_seed", "spectators_allowed", b"spectators_allowed"]) -> None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_spectators_allowed", b"_spectators_allowed"]) -> typing.Literal["spectators_allowed"] | None: ...
+    @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["rules", b"rules"]) -> typing.Literal["hokm", "hand", "other"] | None: ...
 
 Global___CreateGameRequest: typing_extensions.TypeAlias = CreateGameRequest

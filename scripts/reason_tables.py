@@ -1,0 +1,276 @@
+"""Write the error-reason tables of docs/clients.md from the code (``--check``: only compare).
+
+Every ``google.rpc.ErrorInfo.reason`` the API can send is a member of one of the enums in
+:data:`SOURCES`. The tables between the ``reasons:begin`` and ``reasons:end`` markers of the
+guide are generated from them, so a reason added to the code without a word for client
+developers fails here (no :data:`GUIDANCE` entry) and in ``tests/test_client_guide.py``
+(the guide is out of date)::
+
+    .venv/bin/python scripts/reason_tables.py           # rewrite the tables in the guide
+    .venv/bin/python scripts/reason_tables.py --check   # exit 1 when the guide is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import inspect
+import itertools
+import sys
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script: make the project importable
+    sys.path.insert(0, str(ROOT))
+
+from engine.core.control import ControlCode  # noqa: E402
+from engine.core.errors import Code  # noqa: E402
+from engine.hand.errors import HandCode  # noqa: E402
+from engine.hokm.errors import HokmCode  # noqa: E402
+from services.lobby.reasons import LobbyReason  # noqa: E402
+from services.platform.errors import Reason  # noqa: E402
+
+GUIDE = ROOT / "docs" / "clients.md"
+BEGIN = "<!-- reasons:begin (scripts/reason_tables.py writes this part) -->"
+END = "<!-- reasons:end -->"
+
+# The engines' codes travel as INVALID_ARGUMENT when the command is malformed whatever the
+# state (InvalidCommand), and as FAILED_PRECONDITION otherwise (RuleViolation).
+MALFORMED = {
+    Code.WRONG_GAME, Code.MALFORMED_COMMAND, Code.INVALID_CARD, Code.INVALID_SEAT,
+    Code.INVALID_RULES, HokmCode.INVALID_SUIT, HokmCode.DUPLICATE_CARD, HokmCode.NO_SUCH_PILE,
+    ControlCode.BOT_LEVEL_REQUIRED,
+}
+
+RELOAD = "a bug in the app's rules: reload the view and offer only `legal` moves"
+
+
+@dataclass(frozen=True)
+class Guidance:
+    """How a reason reaches the client and what the client does about it."""
+
+    status: str
+    meaning: str
+    action: str
+
+
+GUIDANCE: dict[str, Guidance] = {
+    # ---- services.platform.errors.Reason ----
+    Reason.GAME_NOT_FOUND: Guidance("NOT_FOUND", "no match has that id",
+                                    "drop the id; go back to the lobby"),
+    Reason.GAME_EXISTS: Guidance("ALREADY_EXISTS", "CreateGame with an id already used",
+                                 "lobby only: choose another id"),
+    Reason.STALE_EXPECTED_SEQ: Guidance(
+        "ABORTED", "`expected_seq` is not the log's last seq: something happened first",
+        "apply the events you missed (or GetView), decide again, resend with a new "
+        "`command_id`"),
+    Reason.CONCURRENT_COMMAND: Guidance(
+        "ABORTED", "another command was appended at the same moment",
+        "as `stale_expected_seq`: reload, decide again"),
+    Reason.NOT_YOUR_SEAT: Guidance("PERMISSION_DENIED", "acting for a seat you do not hold",
+                                   "a bug: players act for their own seat only"),
+    Reason.NOT_SEATED: Guidance("PERMISSION_DENIED / FAILED_PRECONDITION",
+                                "the call needs a seat at the match or table",
+                                "join the table first"),
+    Reason.ROLE_REQUIRED: Guidance("PERMISSION_DENIED",
+                                   "a service or admin method (CreateGame, ControlSeat, a "
+                                   "`seat` field, `server_seed`)", "not for apps"),
+    Reason.GAME_NOT_OVER: Guidance("FAILED_PRECONDITION",
+                                   "ExportLog or Rematch before the match ended",
+                                   "wait for the final event"),
+    Reason.SPECTATORS_NOT_ALLOWED: Guidance(
+        "PERMISSION_DENIED", "the table admits no spectators",
+        "say so; the host can open a table with `spectators_allowed`"),
+    Reason.INVALID_REQUEST: Guidance("INVALID_ARGUMENT",
+                                     "a field outside what the method accepts "
+                                     "(`ErrorInfo.metadata[\"field\"]` names it)",
+                                     "a bug in the app: fix the request"),
+    Reason.UNKNOWN_GAME_TYPE: Guidance("INVALID_ARGUMENT", "a game type the server lacks",
+                                       "offer only GAME_TYPE_HOKM and GAME_TYPE_HAND"),
+    Reason.MALFORMED_REQUEST: Guidance("INVALID_ARGUMENT",
+                                       "the request's bytes do not parse",
+                                       "regenerate the client from these protos"),
+    Reason.INVALID_DISPLAY_NAME: Guidance("INVALID_ARGUMENT",
+                                          "a display name the server does not accept",
+                                          "ask the player for another name"),
+    Reason.UNKNOWN_ENUM_VALUE: Guidance("INVALID_ARGUMENT",
+                                        "an enum value this server does not know",
+                                        "an app newer than the server: send a known value"),
+    Reason.UNAUTHENTICATED: Guidance("UNAUTHENTICATED", "no bearer token",
+                                     "sign in (SignInGuest) and send the token"),
+    Reason.TOKEN_EXPIRED: Guidance("UNAUTHENTICATED", "the token's time is up",
+                                   "SignInGuest again with the same device id (same "
+                                   "player), then retry"),
+    Reason.TOKEN_INVALID: Guidance("UNAUTHENTICATED",
+                                   "badly signed or malformed token, or an unknown role",
+                                   "discard the token; SignInGuest again"),
+    Reason.RATE_LIMITED: Guidance("RESOURCE_EXHAUSTED", "too many calls of this method",
+                                  "wait the `RetryInfo` delay, then retry"),
+    Reason.TOO_MANY_STREAMS: Guidance("RESOURCE_EXHAUSTED",
+                                      "too many open Subscribe/WatchTable streams",
+                                      "cancel streams you no longer read; retry after "
+                                      "`RetryInfo` if given"),
+    Reason.INTERNAL: Guidance("INTERNAL", "a server fault; `metadata[\"ref\"]` identifies it",
+                              "retry later; report the ref"),
+    # ---- services.lobby.reasons.LobbyReason (shared values are listed above) ----
+    LobbyReason.TABLE_NOT_FOUND: Guidance("NOT_FOUND", "no table has that id or invite code",
+                                          "refresh the table list"),
+    LobbyReason.TABLE_NOT_WAITING: Guidance("FAILED_PRECONDITION",
+                                            "the table is playing, finished or closed",
+                                            "GetTable; watch or pick another table"),
+    LobbyReason.TABLE_FULL: Guidance("FAILED_PRECONDITION", "no empty seat",
+                                     "pick another table, or QuickMatch"),
+    LobbyReason.SEAT_TAKEN: Guidance("FAILED_PRECONDITION", "someone sits there",
+                                     "choose another seat (or leave `seat` unset)"),
+    LobbyReason.NOT_HOST: Guidance("PERMISSION_DENIED", "only the host may do this",
+                                   "hide the control for others"),
+    LobbyReason.INVITE_REQUIRED: Guidance("PERMISSION_DENIED",
+                                          "a private table is joined by its invite code",
+                                          "ask for the code"),
+    LobbyReason.CONCURRENT_CHANGE: Guidance("ABORTED",
+                                            "the table changed while the call ran",
+                                            "retry the call"),
+    LobbyReason.INVALID_SETTINGS: Guidance("INVALID_ARGUMENT",
+                                           "table settings outside the offered values",
+                                           "offer only the values in lobby.proto"),
+    LobbyReason.GAME_SERVICE_UNAVAILABLE: Guidance(
+        "UNAVAILABLE", "the game service did not answer while starting the match",
+        "retry StartGame / Rematch after a moment"),
+}
+
+ENGINE_MEANINGS: dict[str, str] = {
+    Code.NOT_YOUR_TURN: "another seat is to act",
+    Code.GAME_OVER: "the match is over",
+    Code.WRONG_PHASE: "a command of another phase (e.g. a card while trump is chosen)",
+    Code.WRONG_GAME: "a command of another game (Hand's in a Hokm match)",
+    Code.MALFORMED_COMMAND: "the command's oneof is empty or a field is missing",
+    Code.INVALID_CARD: "not a card id",
+    Code.INVALID_SEAT: "no such seat",
+    Code.INVALID_RULES: "rules options the game does not accept (CreateGame)",
+    Code.INVALID_PLAYERS: "a player count the game does not seat (CreateGame)",
+    HokmCode.NOT_HAKEM: "only the hakem declares trump or sets cards aside",
+    HokmCode.TRUMP_NOT_DECLARED: "a card played before trump is declared",
+    HokmCode.CARD_NOT_IN_HAND: "a card the seat does not hold",
+    HokmCode.MUST_FOLLOW_SUIT: "a card off the led suit while holding the led suit",
+    HokmCode.WRONG_SET_ASIDE_COUNT: "three players: not exactly 4 cards laid aside",
+    HokmCode.DUPLICATE_CARD: "the same card twice in one set-aside",
+    HokmCode.NO_SUCH_PILE: "two players: a pile other than 0 (A) or 1 (B)",
+    HokmCode.INVALID_SUIT: "a suit outside ♠ ♥ ♣ ♦",
+    ControlCode.BOT_LEVEL_REQUIRED: "ControlSeat with `bot` and no `bot_level`",
+}
+
+
+@dataclass(frozen=True)
+class Source:
+    """One enum of reasons and the heading of its table."""
+
+    heading: str
+    enum: type[StrEnum]
+    engine: bool
+
+
+SOURCES: tuple[Source, ...] = (
+    Source("Platform (every service): `services/platform/errors.py` `Reason`", Reason, False),
+    Source("Lobby: `services/lobby/reasons.py` `LobbyReason`", LobbyReason, False),
+    Source("Every game's rules: `engine/core/errors.py` `Code`", Code, True),
+    Source("Hokm's rules: `engine/hokm/errors.py` `HokmCode`", HokmCode, True),
+    Source("Hand's rules: `engine/hand/errors.py` `HandCode`", HandCode, True),
+    Source("Seat control (service tokens): `engine/core/control.py` `ControlCode`",
+           ControlCode, True),
+)
+
+
+def all_reasons() -> set[str]:
+    """Every reason string the API can send today."""
+    return {member.value for source in SOURCES for member in source.enum}
+
+
+def member_docstrings(enum: type[StrEnum]) -> dict[str, str]:
+    """The attribute docstrings of ``enum``'s members (the string under each member)."""
+    tree = ast.parse(inspect.getsource(enum))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs: dict[str, str] = {}
+    for current, following in itertools.pairwise(body):
+        if (isinstance(current, ast.Assign) and isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)):
+            name = current.targets[0]
+            if isinstance(name, ast.Name):
+                docs[name.id] = " ".join(following.value.value.split())
+    return docs
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def table(source: Source, listed: set[str]) -> list[str]:
+    """The markdown table of ``source``; values in ``listed`` (shown in an earlier table)
+    are named with a pointer instead of repeated."""
+    lines = [f"#### {source.heading}", ""]
+    docs = member_docstrings(source.enum)
+    if source.engine:
+        lines += ["| reason | status | meaning |", "|---|---|---|"]
+    else:
+        lines += ["| reason | status | meaning | what the app does |", "|---|---|---|---|"]
+    for member in source.enum:
+        if not source.engine and member.value in listed:
+            lines.append(f"| `{member.value}` | (as above) | | |")
+            continue
+        if source.engine:
+            status = "INVALID_ARGUMENT" if member in MALFORMED else "FAILED_PRECONDITION"
+            meaning = docs.get(member.name) or ENGINE_MEANINGS.get(member.value)
+            if meaning is None:
+                raise SystemExit(f"{source.enum.__name__}.{member.name}: add a docstring "
+                                 "or an ENGINE_MEANINGS entry")
+            lines.append(f"| `{member.value}` | {status} | {_cell(meaning)} |")
+        else:
+            guide = GUIDANCE.get(member.value)
+            if guide is None:
+                raise SystemExit(f"{source.enum.__name__}.{member.name}: add a GUIDANCE "
+                                 "entry (status, meaning, what the app does)")
+            lines.append(f"| `{member.value}` | {guide.status} | {_cell(guide.meaning)} | "
+                         f"{_cell(guide.action)} |")
+        listed.add(member.value)
+    return [*lines, ""]
+
+
+def generated_block() -> str:
+    """The text between the markers: every table, in :data:`SOURCES` order."""
+    lines: list[str] = []
+    listed: set[str] = set()
+    for source in SOURCES:
+        lines += table(source, listed)
+    return "\n".join(lines)
+
+
+def with_block(guide: str) -> str:
+    """``guide`` with its generated part replaced by :func:`generated_block`."""
+    before, begin, rest = guide.partition(BEGIN)
+    _, end, after = rest.partition(END)
+    if not begin or not end:
+        raise SystemExit(f"{GUIDE}: the markers {BEGIN!r} and {END!r} are missing")
+    return f"{before}{BEGIN}\n{generated_block()}{END}{after}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--check", action="store_true",
+                        help="do not write; exit 1 when the guide's tables are stale")
+    arguments = parser.parse_args()
+    current = GUIDE.read_text(encoding="utf-8")
+    updated = with_block(current)
+    if arguments.check:
+        if updated != current:
+            print(f"{GUIDE} is stale: run scripts/reason_tables.py", file=sys.stderr)
+            return 1
+        return 0
+    if updated != current:
+        GUIDE.write_text(updated, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
