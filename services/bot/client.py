@@ -8,6 +8,7 @@ presence watcher depend on; :class:`GrpcGameApi` is its implementation over a ch
 from __future__ import annotations
 
 import asyncio
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -18,6 +19,7 @@ from engine.core.payload import put
 from engine.registry import game_of_body
 from services.bot.policies import Outcome, SeatView, decide
 from services.platform.auth import Role, mint_token
+from services.platform.metrics import bot_metrics
 
 _STALE_CODES = (grpc.StatusCode.ABORTED,)
 _DECISIONS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="bot-decide")
@@ -130,7 +132,9 @@ async def play_view(
     # (the search holds the GIL most of that time, but the server's short switch interval
     # lets the loop in between); a dedicated pool keeps it off the store's executor threads.
     loop = asyncio.get_running_loop()
+    started = time.perf_counter()
     command = await loop.run_in_executor(_DECISIONS, decide, seat_view, level, game_id)
+    bot_metrics().decision_seconds.labels(level).observe(time.perf_counter() - started)
     try:
         appended = await api.submit(game_id, seat, command, command_id=command_id,
                                     expected_seq=seat_view.seq, automatic=automatic)

@@ -368,6 +368,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             await self.seat_controls.on_stream_opened(identity, snapshot, seat)
             if self.presence is not None:
                 self.presence.opened(snapshot.game_id, identity.player_id)
+        self.metrics.open_streams.inc()
         try:
             # Streams of one game share its feed, and those of one projection its
             # responses (each redacted once): see services.game.streams.
@@ -377,6 +378,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             ):
                 yield response
         finally:
+            self.metrics.open_streams.dec()
             if seated_player and self.presence is not None:
                 self.presence.closed(snapshot.game_id, identity.player_id)
 

@@ -5,14 +5,24 @@
 - ``dast_command_seconds{game}``: latency of SubmitCommand, from request to reply;
 - ``dast_appended_events_total{game}``: events appended to the store;
 - ``dast_relay_lag_seconds``: time from an append to its arrival on the live bus, as seen
-  by this process's subscribers.
+  by this process's subscribers;
+- ``dast_open_streams``: ``Subscribe`` streams this process holds open now;
+- ``dast_bot_decision_seconds{level}``: how long a bot policy took to choose a move (the bot
+  service's, :class:`BotMetrics`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import (
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    start_http_server,
+)
 
 _LATENCY_BUCKETS: Final = (
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
@@ -39,6 +49,9 @@ class GameMetrics:
             "dast_relay_lag_seconds", "Delay from append to live delivery.",
             buckets=_LATENCY_BUCKETS, registry=registry,
         )
+        self.open_streams = Gauge(
+            "dast_open_streams", "Subscribe streams open on this process.", registry=registry,
+        )
         self._children: dict[tuple[object, tuple[str, ...]], Any] = {}
 
     def child(self, metric: Counter | Histogram, *labels: str) -> Any:
@@ -60,6 +73,32 @@ def game_metrics() -> GameMetrics:
     if _DEFAULT is None:
         _DEFAULT = GameMetrics()
     return _DEFAULT
+
+
+_DECISION_BUCKETS: Final = (
+    0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.25, 0.5, 1.0, 2.5,
+)
+
+
+class BotMetrics:
+    """The bot service's metrics, registered once per registry."""
+
+    def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
+        self.decision_seconds = Histogram(
+            "dast_bot_decision_seconds", "Time a bot policy took to choose a move.", ["level"],
+            buckets=_DECISION_BUCKETS, registry=registry,
+        )
+
+
+_DEFAULT_BOTS: BotMetrics | None = None
+
+
+def bot_metrics() -> BotMetrics:
+    """The process-wide bot metrics (created on first use)."""
+    global _DEFAULT_BOTS
+    if _DEFAULT_BOTS is None:
+        _DEFAULT_BOTS = BotMetrics()
+    return _DEFAULT_BOTS
 
 
 def serve_metrics(port: int, host: str = "127.0.0.1") -> None:

@@ -31,7 +31,7 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from services.platform.metrics import GameMetrics
+from services.platform.metrics import BotMetrics, GameMetrics
 
 REPO = Path(__file__).resolve().parents[2]
 K8S = REPO / "k8s"
@@ -313,8 +313,11 @@ def test_dockerfile_is_multi_stage_and_non_root() -> None:
 def test_dashboard_queries_only_exported_metrics() -> None:
     registry = CollectorRegistry()
     GameMetrics(registry)
+    BotMetrics(registry)
     # Labelled metrics have no samples before their first use: derive the series names.
-    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}
+    suffixes = {
+        "counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",),
+    }
     exported = {family.name + suffix for family in registry.collect()
                 for suffix in suffixes[family.type]}
     dashboard = json.loads((REPO / "deploy" / "grafana" / "dast.json").read_text())
