@@ -15,7 +15,7 @@ from engine.core.fairness import deck_key
 from engine.core.rng import DeterministicRandom
 from engine.hand.cards import DECK_SIZE
 from engine.hand.codec import hand_event
-from engine.hand.evolve import evolve, remember_decided
+from engine.hand.evolve import evolve
 from engine.hand.scoring import (
     match_winners,
     new_totals,
@@ -23,7 +23,7 @@ from engine.hand.scoring import (
     round_points,
     team_points,
 )
-from engine.hand.state import HandState, Phase, evolved
+from engine.hand.state import HandState, Phase
 
 HAND_SIZE = 14
 """Cards dealt to each seat; the seat after the dealer gets one more (rules "the deal")."""
@@ -32,14 +32,10 @@ HAND_SIZE = 14
 class Batch:
     """The events of one command, numbered after ``state`` and stamped like the command."""
 
-    __slots__ = ("afters", "at_ms", "automatic", "events", "priors", "state")
+    __slots__ = ("at_ms", "automatic", "events", "state")
 
     def __init__(self, state: HandState | None, *, at_ms: int, automatic: bool) -> None:
         self.events: list[log_pb2.Event] = []
-        self.priors: list[HandState | None] = []
-        self.afters: list[HandState] = []
-        """The states before and after each event, for :func:`~engine.hand.evolve.
-        remember_decided`."""
         self.at_ms = at_ms
         self.automatic = automatic
         self.state: HandState | None = state
@@ -55,24 +51,17 @@ class Batch:
         event.seq = 1 if self.state is None else self.state.seq + 1
         event.at_ms = self.at_ms
         event.automatic = self.automatic
-        self.priors.append(self.state)
-        state = self.state = evolve(self.state, event)
-        self.afters.append(state)
+        self.state = evolve(self.state, event)
         self.events.append(event)
-        return state
+        return self.state
 
     def finish(self) -> list[log_pb2.Event]:
-        """The events, the last one carrying the deadline of the seat left to act; the
-        states folded on the way are handed to the caller's ``evolve`` of these events."""
+        """The events, the last one carrying the deadline of the seat left to act."""
         state = self.current
-        events = self.events
         seconds = state.options.turn_seconds
-        if events and seconds > 0 and state.phase in _ACTING_PHASES:
-            events[-1].deadline_ms = self.at_ms + seconds * 1000
-            # The fold of the last event stamps its deadline, set only now.
-            self.afters[-1] = evolved(state, deadline_ms=events[-1].deadline_ms)
-        remember_decided(zip(self.priors, events, self.afters, strict=True))
-        return events
+        if self.events and seconds > 0 and state.phase in _ACTING_PHASES:
+            self.events[-1].deadline_ms = self.at_ms + seconds * 1000
+        return self.events
 
 
 _ACTING_PHASES = (Phase.FIRST_DISCARD, Phase.DRAW, Phase.PLAY)

@@ -28,17 +28,6 @@ def evolve(state: HandState | None, event: log_pb2.Event) -> HandState:
     :raises ValueError: if the event does not follow ``state`` (a gap in ``seq``) or is
         not a Hand event.
     """
-    # ``decide`` already folded its events: the caller folding them again gets the very
-    # states it computed (see remember_decided), only for the same event object, unchanged
-    # since, over the same state object.
-    decided = _DECIDED.folds.get(id(event))
-    if (
-        decided is not None
-        and decided[0] is event
-        and decided[1] is state
-        and decided[2] == event.SerializeToString(deterministic=True)
-    ):
-        return decided[3]
     expected = 1 if state is None else state.seq + 1
     if event.seq != expected:
         raise ValueError(f"event seq {event.seq} does not follow seq {expected - 1}")
@@ -55,36 +44,6 @@ def evolve(state: HandState | None, event: log_pb2.Event) -> HandState:
         raise ValueError(f"event seq {event.seq}: unexpected {kind}")
     # Each handler makes the one copy of the state, numbered and stamped by the event.
     return handler(state, getattr(payload, kind or ""), event.seq, event.deadline_ms)
-
-
-class _DecidedFolds:
-    """The folds of ``decide``'s last batch, by the event object's identity: (event, state
-    before, the event's canonical bytes, state after). The caller of ``decide`` folds
-    the same events into the same state with ``evolve`` right after, one fold per event
-    (a few microseconds each, a fair share of a random game's time); this gives back the
-    states already computed instead. The event is kept so that its identity stays its own,
-    and its bytes so that an event changed after ``decide`` is folded afresh. One batch
-    only: the memo is replaced whole (one assignment, safe across threads), never grows."""
-
-    __slots__ = ("folds",)
-
-    def __init__(self) -> None:
-        self.folds: dict[int, tuple[log_pb2.Event, HandState, bytes, HandState]] = {}
-
-
-_DECIDED = _DecidedFolds()
-
-
-def remember_decided(
-    folds: Iterable[tuple[HandState | None, log_pb2.Event, HandState]],
-) -> None:
-    """Keep ``decide``'s folds (state before, event, state after) of the batch it returns,
-    for :func:`evolve` to give back; the match's first event (no state before) is left out."""
-    _DECIDED.folds = {
-        id(event): (event, before, event.SerializeToString(deterministic=True), after)
-        for before, event, after in folds
-        if before is not None
-    }
 
 
 def replay(events: Iterable[log_pb2.Event]) -> HandState:
