@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # A local multi-process dast stack without Docker, like production (docs/architecture.md "Scale-out"):
-# one lobby, GAME_REPLICAS game-service replicas and BOT_REPLICAS bot-service replicas, each
-# its own `dast serve --services NAME` process on loopback, over the machine's PostgreSQL and
+# one lobby, GAME_REPLICAS game-service replicas, BOT_REPLICAS bot-service replicas,
+# TOURNAMENT_REPLICAS tournament-service replicas and one stats service (its projection has
+# one writer), each its own `dast serve --services NAME`
+# process on loopback, over the machine's PostgreSQL and
 # NATS (JetStream). The lobby and the bots reach the game replicas through one multi-address
 # target balanced by gRPC itself (round_robin), as clients do.
 #
-#   deploy/local-stack.sh                  # lobby :50051, games :50061-2, bots :50071-2
+#   deploy/local-stack.sh                  # lobby :50051, games :50061-2, bots :50071-2,
+#                                          # tournaments :50081-2, stats :50091
 #   GAME_REPLICAS=3 deploy/local-stack.sh
 #   .venv/bin/dast play --game-server ipv4:127.0.0.1:50061,127.0.0.1:50062
 #
@@ -23,9 +26,12 @@ cd "$(dirname "$0")/.."
 : "${DAST_SIGNING_KEY:=5KhjKOyLvj5+eivdEAxIgnJ3tpWJXiMuWRMYLMrmZyQ=}"
 : "${GAME_REPLICAS:=2}"
 : "${BOT_REPLICAS:=2}"
+: "${TOURNAMENT_REPLICAS:=2}"
 : "${LOBBY_PORT:=50051}"
 : "${GAME_BASE_PORT:=50061}"
 : "${BOT_BASE_PORT:=50071}"
+: "${TOURNAMENT_BASE_PORT:=50081}"
+: "${STATS_PORT:=50091}"
 : "${DAST_LOG_LEVEL:=warning}"
 PYTHON="${PYTHON:-.venv/bin/python}"
 
@@ -80,8 +86,13 @@ serve lobby "$LOBBY_PORT"
 for i in $(seq 0 $((BOT_REPLICAS - 1))); do
   serve bot "$((BOT_BASE_PORT + i))"
 done
+for i in $(seq 0 $((TOURNAMENT_REPLICAS - 1))); do
+  serve tournament "$((TOURNAMENT_BASE_PORT + i))"
+done
+serve stats "$STATS_PORT"
 wait_port "$LOBBY_PORT"
 echo "dast stack up: lobby 127.0.0.1:$LOBBY_PORT, game $DAST_GAME_TARGET," \
-     "$BOT_REPLICAS bot replicas"
+     "$BOT_REPLICAS bot replicas, $TOURNAMENT_REPLICAS tournament replicas" \
+     "(:$TOURNAMENT_BASE_PORT…), stats 127.0.0.1:$STATS_PORT"
 echo "  play: .venv/bin/dast play --game-server $DAST_GAME_TARGET"
 wait

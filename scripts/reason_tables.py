@@ -1,9 +1,11 @@
 """Write the error-reason tables of docs/clients.md from the code (``--check``: only compare).
 
-Every ``google.rpc.ErrorInfo.reason`` the API can send is a member of one of the enums in
-:data:`SOURCES`. The tables between the ``reasons:begin`` and ``reasons:end`` markers of the
-guide are generated from them, so a reason added to the code without a word for client
-developers fails here (no :data:`GUIDANCE` entry) and in ``tests/test_client_guide.py``
+Every reason the API can send is a member of one of the enums in :data:`SOURCES`, and
+travels in ``google.rpc.ErrorInfo.reason`` as the name of its ``dast.v1.ErrorReason`` value
+(protos/dast/v1/errors.proto; :func:`services.platform.errors.wire_name`). The tables
+between the ``reasons:begin`` and ``reasons:end`` markers of the guide are generated from
+them, so a reason added to the code without a word for client developers fails here (no
+:data:`GUIDANCE` entry, or no ``ErrorReason`` value) and in ``tests/test_client_guide.py``
 (the guide is out of date)::
 
     .venv/bin/python scripts/reason_tables.py           # rewrite the tables in the guide
@@ -29,8 +31,11 @@ from engine.core.control import ControlCode  # noqa: E402
 from engine.core.errors import Code  # noqa: E402
 from engine.hand.errors import HandCode  # noqa: E402
 from engine.hokm.errors import HokmCode  # noqa: E402
+from engine.tournament.errors import TournamentCode  # noqa: E402
 from services.lobby.reasons import LobbyReason  # noqa: E402
-from services.platform.errors import Reason  # noqa: E402
+from services.platform.errors import Reason, is_listed, wire_name  # noqa: E402
+from services.stats.service import StatsReason  # noqa: E402
+from services.tournament.reasons import TournamentServiceReason  # noqa: E402
 
 GUIDE = ROOT / "docs" / "clients.md"
 BEGIN = "<!-- reasons:begin (scripts/reason_tables.py writes this part) -->"
@@ -40,8 +45,11 @@ END = "<!-- reasons:end -->"
 # state (InvalidCommand), and as FAILED_PRECONDITION otherwise (RuleViolation).
 MALFORMED = {
     Code.WRONG_GAME, Code.MALFORMED_COMMAND, Code.INVALID_CARD, Code.INVALID_SEAT,
+    Code.INVALID_PLAYERS,
     Code.INVALID_RULES, HokmCode.INVALID_SUIT, HokmCode.DUPLICATE_CARD, HokmCode.NO_SUCH_PILE,
-    ControlCode.BOT_LEVEL_REQUIRED,
+    ControlCode.BOT_LEVEL_REQUIRED, TournamentCode.INVALID_OPTIONS, TournamentCode.INVALID_ID,
+    TournamentCode.INVALID_SEED, TournamentCode.WRONG_TEAM_SIZE, TournamentCode.UNKNOWN_TABLE,
+    TournamentCode.INVALID_RESULT,
 }
 
 RELOAD = "a bug in the app's rules: reload the view and offer only `legal` moves"
@@ -68,7 +76,7 @@ GUIDANCE: dict[str, Guidance] = {
         "`command_id`"),
     Reason.CONCURRENT_COMMAND: Guidance(
         "ABORTED", "another command was appended at the same moment",
-        "as `stale_expected_seq`: reload, decide again"),
+        "as `ERROR_REASON_STALE_EXPECTED_SEQ`: reload, decide again"),
     Reason.NOT_YOUR_SEAT: Guidance("PERMISSION_DENIED", "acting for a seat you do not hold",
                                    "a bug: players act for their own seat only"),
     Reason.NOT_SEATED: Guidance("PERMISSION_DENIED / FAILED_PRECONDITION",
@@ -114,6 +122,10 @@ GUIDANCE: dict[str, Guidance] = {
                                       "`RetryInfo` if given"),
     Reason.INTERNAL: Guidance("INTERNAL", "a server fault; `metadata[\"ref\"]` identifies it",
                               "retry later; report the ref"),
+    Reason.STORE_UNAVAILABLE: Guidance(
+        "UNAVAILABLE", "the database behind the service was unreachable for a moment",
+        "wait the `RetryInfo` delay and retry the same call (the same `command_id` applies "
+        "a command once)"),
     # ---- services.lobby.reasons.LobbyReason (shared values are listed above) ----
     LobbyReason.TABLE_NOT_FOUND: Guidance("NOT_FOUND", "no table has that id or invite code",
                                           "refresh the table list"),
@@ -138,6 +150,18 @@ GUIDANCE: dict[str, Guidance] = {
     LobbyReason.GAME_SERVICE_UNAVAILABLE: Guidance(
         "UNAVAILABLE", "the game service did not answer while starting the match",
         "retry StartGame / Rematch after a moment"),
+    # ---- services.tournament.reasons.TournamentServiceReason ----
+    TournamentServiceReason.TOURNAMENT_NOT_FOUND: Guidance(
+        "NOT_FOUND", "no tournament has that id", "refresh the list (ListTournaments)"),
+    TournamentServiceReason.CONCURRENT_STEP: Guidance(
+        "ABORTED", "the tournament's log kept moving under the call (other replicas' steps)",
+        "retry the call"),
+    TournamentServiceReason.NOT_REGISTERED: Guidance(
+        "NOT_FOUND", "the caller is in no entrant of the tournament", 'show "not entered"'),
+    # ---- services.stats.service.StatsReason ----
+    StatsReason.PLAYER_NOT_FOUND: Guidance("NOT_FOUND", "no figures for this player (no "
+                                           "finished match counted yet)",
+                                           "show empty statistics"),
 }
 
 ENGINE_MEANINGS: dict[str, str] = {
@@ -159,6 +183,29 @@ ENGINE_MEANINGS: dict[str, str] = {
     HokmCode.NO_SUCH_PILE: "two players: a pile other than 0 (A) or 1 (B)",
     HokmCode.INVALID_SUIT: "a suit outside ♠ ♥ ♣ ♦",
     ControlCode.BOT_LEVEL_REQUIRED: "ControlSeat with `bot` and no `bot_level`",
+    TournamentCode.INVALID_OPTIONS: "tournament options outside what the server accepts",
+    TournamentCode.INVALID_ID: ("an identifier or number the tournament engine refuses: the "
+                                "server makes every tournament id, so through the API a "
+                                "rating outside ±1,000,000 at registration (service tokens)"),
+    TournamentCode.INVALID_SEED: "a seating seed of the wrong size (admin tokens only)",
+    TournamentCode.REGISTRATION_CLOSED: "registering or withdrawing after registration closed",
+    TournamentCode.ALREADY_REGISTERED: "the entrant is registered already",
+    TournamentCode.PLAYER_ALREADY_ENTERED: "a player of the team is in another entrant",
+    TournamentCode.WRONG_TEAM_SIZE: "a team of another size than the format's (or a player "
+                                    "named twice)",
+    TournamentCode.FULL: "the tournament has as many entrants as it takes",
+    TournamentCode.UNKNOWN_ENTRANT: "no such entrant in the tournament",
+    TournamentCode.UNKNOWN_PLAYER: "the player is in no entrant of the tournament",
+    TournamentCode.ALREADY_WITHDRAWN: "the entrant withdrew already",
+    TournamentCode.NOT_STARTED: "the tournament has not started",
+    TournamentCode.ALREADY_STARTED: "the tournament has started already",
+    TournamentCode.TOO_FEW_ENTRANTS: "too few entrants to start",
+    TournamentCode.FINISHED: "the tournament is over",
+    TournamentCode.WRONG_ROUND: "a result or table of another round than the current one",
+    TournamentCode.UNKNOWN_TABLE: "no such table in the round",
+    TournamentCode.RESULT_ALREADY_RECORDED: "the table's result is recorded already",
+    TournamentCode.INVALID_RESULT: "a match result that does not fit the table",
+    TournamentCode.NOT_TIMED_OUT: "a table declared abandoned before its time ran out",
 }
 
 
@@ -179,12 +226,21 @@ SOURCES: tuple[Source, ...] = (
     Source("Hand's rules: `engine/hand/errors.py` `HandCode`", HandCode, True),
     Source("Seat control (service tokens): `engine/core/control.py` `ControlCode`",
            ControlCode, True),
+    Source("Tournaments: `engine/tournament/errors.py` `TournamentCode`", TournamentCode, True),
+    Source("The tournament service: `services/tournament/reasons.py` "
+           "`TournamentServiceReason`", TournamentServiceReason, False),
+    Source("Statistics: `services/stats/service.py` `StatsReason`", StatsReason, False),
 )
 
 
 def all_reasons() -> set[str]:
-    """Every reason string the API can send today."""
+    """Every reason the API can send today, as the code names it (lower snake case)."""
     return {member.value for source in SOURCES for member in source.enum}
+
+
+def unlisted_reasons() -> set[str]:
+    """The reasons ``dast.v1.ErrorReason`` has no value for (each one a bug: add it)."""
+    return {reason for reason in all_reasons() if not is_listed(reason)}
 
 
 def member_docstrings(enum: type[StrEnum]) -> dict[str, str]:
@@ -216,8 +272,12 @@ def table(source: Source, listed: set[str]) -> list[str]:
     else:
         lines += ["| reason | status | meaning | what the app does |", "|---|---|---|---|"]
     for member in source.enum:
-        if not source.engine and member.value in listed:
-            lines.append(f"| `{member.value}` | (as above) | | |")
+        name = wire_name(member.value)
+        if member.value in listed:
+            if not source.engine:
+                lines.append(f"| `{name}` | (as above) | | |")
+            else:
+                lines.append(f"| `{name}` | (as above) | |")
             continue
         if source.engine:
             status = "INVALID_ARGUMENT" if member in MALFORMED else "FAILED_PRECONDITION"
@@ -225,13 +285,13 @@ def table(source: Source, listed: set[str]) -> list[str]:
             if meaning is None:
                 raise SystemExit(f"{source.enum.__name__}.{member.name}: add a docstring "
                                  "or an ENGINE_MEANINGS entry")
-            lines.append(f"| `{member.value}` | {status} | {_cell(meaning)} |")
+            lines.append(f"| `{name}` | {status} | {_cell(meaning)} |")
         else:
             guide = GUIDANCE.get(member.value)
             if guide is None:
                 raise SystemExit(f"{source.enum.__name__}.{member.name}: add a GUIDANCE "
                                  "entry (status, meaning, what the app does)")
-            lines.append(f"| `{member.value}` | {guide.status} | {_cell(guide.meaning)} | "
+            lines.append(f"| `{name}` | {guide.status} | {_cell(guide.meaning)} | "
                          f"{_cell(guide.action)} |")
         listed.add(member.value)
     return [*lines, ""]
@@ -260,6 +320,11 @@ def main() -> int:
     parser.add_argument("--check", action="store_true",
                         help="do not write; exit 1 when the guide's tables are stale")
     arguments = parser.parse_args()
+    missing = unlisted_reasons()
+    if missing:
+        print("protos/dast/v1/errors.proto lacks ErrorReason values for: "
+              + ", ".join(sorted(wire_name(reason) for reason in missing)), file=sys.stderr)
+        return 1
     current = GUIDE.read_text(encoding="utf-8")
     updated = with_block(current)
     if arguments.check:

@@ -10,11 +10,11 @@ It starts any set of them in one process, over the shared building blocks of
 - ``dast serve`` (``make run``): every service on the embedded defaults (a SQLite file
   under ``.dast/``, the in-process bus), the lobby and the bots calling this process's
   game service;
-- ``dast serve --services game`` (or ``lobby``, or ``bot``) against PostgreSQL and NATS:
-  one service per process, as ``deploy/local-stack.sh`` and ``k8s/`` run them. A process
-  without the game service reaches it at ``DAST_GAME_TARGET``, which may list several
-  replicas (``ipv4:127.0.0.1:50061,127.0.0.1:50062``): gRPC's ``round_robin`` spreads the
-  calls (:mod:`services.platform.channels`).
+- ``dast serve --services game`` (or ``lobby``, ``bot``, ``tournament``, ``stats``) against
+  PostgreSQL and NATS: one service per process, as ``deploy/local-stack.sh`` and ``k8s/``
+  run them. A process without the game service reaches it at ``DAST_GAME_TARGET``, which
+  may list several replicas (``ipv4:127.0.0.1:50061,127.0.0.1:50062``): gRPC's
+  ``round_robin`` spreads the calls (:mod:`services.platform.channels`).
 
 Presence is shared through a board (:mod:`services.platform.presence_kv`: a JetStream
 key-value bucket with NATS, memory in one process): every game replica reports its players'
@@ -44,7 +44,7 @@ from services.bot.seats import LogSeats
 from services.bot.service import BotService
 from services.bot.stack import BotWorkers
 from services.bot.timers import TurnTimers
-from services.game.app import SERVICE_NAME as GAME_SERVICE_NAME
+from services.game.app import SERVICE_NAMES as GAME_SERVICE_NAMES
 from services.game.app import mount_game_service
 from services.lobby.app import SERVICE_NAME as LOBBY_SERVICE_NAME
 from services.lobby.app import Lobby, mount_lobby_service
@@ -71,8 +71,13 @@ from services.platform.server import add_health_and_reflection, bind, make_serve
 from services.platform.store import OutboxStore, open_store
 from services.platform.store_heads import last_stored_events, readable
 from services.platform.table_feed import InProcessTableFeed, TableFeed, open_table_feed
+from services.stats.app import SERVICE_NAME as STATS_SERVICE_NAME
+from services.stats.app import Stats, mount_stats_service
+from services.stats.store import StatsStore
+from services.tournament.app import TournamentApp, tournaments_bus
+from services.tournament.store import TournamentStore
 
-KNOWN_SERVICES: Final = ("game", "lobby", "bot")
+KNOWN_SERVICES: Final = ("game", "lobby", "bot", "tournament", "stats")
 """What ``--services`` may name ("all" = every one)."""
 GIL_SWITCH_SECONDS: Final = 0.0005
 GC_YOUNG_THRESHOLD: Final = 10_000
@@ -95,6 +100,8 @@ class StackOptions:
     token_ttl_seconds: int = 24 * 3600
     durable_prefix: str = ""
     """Prefix of the bus durable names (``<prefix>bots`` …), so test runs stay apart."""
+    tournament_sweep_seconds: float = 5.0
+    """How often a tournament replica checks its running rounds for missed results."""
 
 
 def parse_services(text: str) -> list[str]:
@@ -151,6 +158,14 @@ class Composition:
     (callers open it on :attr:`clock`: :func:`open_presence_board`)."""
     feed: TableFeed = field(default_factory=InProcessTableFeed)
     """Where the lobby publishes its tables' changes."""
+    tournament_store: TournamentStore | None = None
+    """The tournament service's logs, when this process runs it."""
+    tournament_bus: Bus = field(default_factory=InProcessBus)
+    """Where the tournaments' events go (a stream apart from the games')."""
+    tournament: TournamentApp | None = field(init=False, default=None)
+    stats_store: StatsStore | None = None
+    """The stats service's tables, when this process runs it."""
+    stats: Stats | None = field(init=False, default=None)
     reporter: PresenceReporter | None = field(init=False, default=None)
     takeovers: Takeovers | None = field(init=False, default=None)
     lobby: Lobby | None = field(init=False, default=None)
@@ -177,13 +192,13 @@ class Composition:
 
     def mount(self, server: grpc.aio.Server) -> list[str]:
         """Add this process's gRPC services to ``server``; their names."""
-        mounted = []
+        mounted: list[str] = []
         if self.store is not None:
             mount_game_service(
                 server, self.store, self.bus, self.notify, metrics=self.metrics,
                 signer=self.signer, presence=self.reporter, clock=self.clock,
             )
-            mounted.append(str(GAME_SERVICE_NAME))
+            mounted.extend(str(name) for name in GAME_SERVICE_NAMES)
         if self.lobby_store is not None:
             self.lobby = mount_lobby_service(
                 server, self.lobby_store, secret=self.secret,
@@ -191,6 +206,15 @@ class Composition:
                 clock=self.clock,
             )
             mounted.append(str(LOBBY_SERVICE_NAME))
+        if self.tournament_store is not None:
+            self.tournament = TournamentApp.build(
+                self.tournament_store, self.tournament_bus, secret=self.secret,
+                clock=self.clock, sweep_seconds=self.options.tournament_sweep_seconds,
+            )
+            mounted.append(self.tournament.mount(server))
+        if self.stats_store is not None:
+            self.stats = mount_stats_service(server, self.stats_store, clock=self.clock)
+            mounted.append(str(STATS_SERVICE_NAME))
         return mounted
 
     async def start(self, game_target: str) -> None:
@@ -206,6 +230,13 @@ class Composition:
             await self.feed.start()
             self._spawn(self.lobby.run(self.bus, game_target=game_target,
                                        durable=f"{prefix}lobby", feed=self.feed))
+        if self.tournament is not None:
+            await self.tournament_bus.start()
+            self.tournament.start(self.bus, game_target=game_target,
+                                  durable=f"{prefix}tournaments")
+        if self.stats is not None:
+            self._spawn(self.stats.follow(self.bus, durable=f"{prefix}stats",
+                                          game_target=game_target, secret=self.secret))
         if "bot" in self.names and (self.options.bots or self.options.timers):
             self._channel = service_channel(game_target)
             api = GrpcGameApi(self._channel, self.secret)
@@ -235,6 +266,9 @@ class Composition:
             with contextlib.suppress(BaseException):
                 await task
         self._tasks.clear()
+        if self.tournament is not None:
+            await self.tournament.stop()
+            await self.tournament_bus.close()
         if self._channel is not None:
             await self._channel.close()
         await self.board.close()
@@ -265,13 +299,18 @@ async def running_stack(
     clock of every service and of presence)."""
     store = await asyncio.to_thread(open_store, store_url)
     lobby_store = await asyncio.to_thread(LobbyStore.open, store_url)
+    tournament_store = await asyncio.to_thread(TournamentStore.open, store_url)
+    stats_store = await asyncio.to_thread(StatsStore.open, store_url)
     bus = open_bus(nats_url, **nats_options) if nats_url else in_process_bus(store_url)
     await bus.start()
     relay = Relay(store, bus, poll_seconds=0.2)
     relay_task = asyncio.create_task(relay.run())
     stack = Composition(list(KNOWN_SERVICES), secret, bus, store, lobby_store, relay.notify,
                         options or StackOptions(), metrics=metrics, clock=clock,
-                        board=open_presence_board(nats_url, bucket=presence_bucket, clock=clock))
+                        board=open_presence_board(nats_url, bucket=presence_bucket, clock=clock),
+                        tournament_store=tournament_store,
+                        tournament_bus=_tournaments_bus_of(nats_url, nats_options),
+                        stats_store=stats_store)
     server = make_server(secret, limits=limits)
     await add_health_and_reflection(server, stack.mount(server))
     port = bind(server, listen)
@@ -288,7 +327,21 @@ async def running_stack(
             await relay_task
         await bus.close()
         await asyncio.to_thread(lobby_store.close)
+        await asyncio.to_thread(tournament_store.close)
+        await asyncio.to_thread(stats_store.close)
         await asyncio.to_thread(store.close)
+
+
+def _tournaments_bus_of(nats_url: str | None, nats_options: dict[str, object]) -> Bus:
+    """The tournaments' bus beside a test stack's games' bus (its stream and subjects
+    named after the games' ones, so that test runs stay apart)."""
+    if not nats_url:
+        return InProcessBus()
+    return tournaments_bus(load_settings(
+        nats_url=nats_url,
+        nats_stream=str(nats_options.get("stream", "DAST_EVENTS")),
+        nats_subject_prefix=str(nats_options.get("subject_prefix", "dast.events")),
+    ))
 
 
 def _loopback(listen: str) -> str:
@@ -304,7 +357,8 @@ def banner(settings: Settings, names: list[str], port: int) -> str:
     bus = masked_url(settings.nats_url) if settings.nats_url else "in-process"
     lines = [
         f"dast listening on {host}:{port} (services: {', '.join(names)})",
-        *([f"  store: {store}"] if {"game", "lobby"} & set(names) else []),  # bots have none
+        *([f"  store: {store}"] if {"game", "lobby", "tournament", "stats"} & set(names)
+          else []),  # bots have none
         f"  bus:   {bus}",
         f"  try:   grpcurl -plaintext {host}:{port} list",
     ]
@@ -320,7 +374,8 @@ def banner(settings: Settings, names: list[str], port: int) -> str:
 
 
 def _check_game_target(settings: Settings, names: list[str]) -> None:
-    if "game" not in names and ({"lobby", "bot"} & set(names)) and not settings.game_target:
+    if "game" not in names and ({"lobby", "bot", "tournament"} & set(names)) and (
+            not settings.game_target):
         raise ValueError(
             f"--services {','.join(names)} runs without the game service: set "
             "DAST_GAME_TARGET to its address (host:port, or ipv4:host:port,host:port for "
@@ -352,6 +407,10 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     store = await asyncio.to_thread(open_store, store_url) if "game" in names else None
     lobby_store = (await asyncio.to_thread(LobbyStore.open, store_url)
                    if "lobby" in names else None)
+    tournament_store = (await asyncio.to_thread(TournamentStore.open, store_url)
+                        if "tournament" in names else None)
+    stats_store = (await asyncio.to_thread(StatsStore.open, store_url)
+                   if "stats" in names else None)
     # SQLite has one writer: one store thread avoids threads queueing on its lock; a
     # PostgreSQL pool serves many connections at once.
     workers = 16 if settings.database_url and "postgresql" in settings.database_url else 2
@@ -380,10 +439,13 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
         names, settings.jwt_secret, bus, store, lobby_store,
         relay.notify if relay is not None else (lambda: None),
         StackOptions(token_ttl_seconds=settings.token_ttl_seconds,
-                     grace_ms=int(settings.presence_grace_seconds * 1000)),
+                     grace_ms=int(settings.presence_grace_seconds * 1000),
+                     presence_heartbeat_ms=int(settings.presence_heartbeat_seconds * 1000)),
         signer=signer, clock=clock, board=open_presence_board(settings.nats_url, clock=clock),
         feed=open_table_feed(settings.nats_url, stream=settings.nats_tables_stream,
                              subject_prefix=settings.nats_tables_prefix),
+        tournament_store=tournament_store, tournament_bus=tournaments_bus(settings),
+        stats_store=stats_store,
     )
     server = make_server(settings.jwt_secret, max_message_bytes=settings.max_message_bytes,
                          limits=settings.caller_limits())
@@ -391,7 +453,7 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     port = bind(server, settings.listen)
     await server.start()
     own = f"{_loopback(settings.listen)}:{port}"
-    await composition.start(own if "game" in names else str(settings.game_target))
+    await composition.start(own if "game" in names else (settings.game_target or ""))
     if settings.metrics_port:
         serve_metrics(settings.metrics_port, settings.metrics_host)
     # Everything loaded so far (modules, SQLAlchemy, gRPC, protobuf: ~80k objects) lives as
@@ -423,6 +485,10 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
         await bus.close()
         if lobby_store is not None:
             await asyncio.to_thread(lobby_store.close)
+        if tournament_store is not None:
+            await asyncio.to_thread(tournament_store.close)
+        if stats_store is not None:
+            await asyncio.to_thread(stats_store.close)
         if store is not None:
             await asyncio.to_thread(store.close)
 

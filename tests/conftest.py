@@ -14,9 +14,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
-import shutil
 import socket
-import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -29,9 +27,10 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from tests.support.servers import NATS_SERVER, PrivateNats
+
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-NATS_SERVER = shutil.which("nats-server") or "/usr/sbin/nats-server"
 
 
 def _in_ci() -> bool:
@@ -199,54 +198,6 @@ async def nats_bus_factory(
         with contextlib.suppress(Exception):
             await connection.jetstream().delete_stream(nats_names.stream)
         await connection.close()
-
-
-class PrivateNats:
-    """A nats-server (JetStream, own store dir) on a free loopback port, stoppable."""
-
-    def __init__(self, store_dir: Path) -> None:
-        self.port = _free_port()
-        self.url = f"nats://127.0.0.1:{self.port}"
-        self.store_dir = store_dir
-        self._process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
-    def start(self) -> None:
-        """Start the server (same port and store) and wait until it accepts connections."""
-        if self.running:
-            return
-        self._process = subprocess.Popen(
-            [
-                NATS_SERVER,
-                "-a",
-                "127.0.0.1",
-                "-p",
-                str(self.port),
-                "-js",
-                "-sd",
-                str(self.store_dir),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        if not _wait_port("127.0.0.1", self.port, seconds=15):
-            self.stop()
-            raise RuntimeError(f"nats-server did not listen on port {self.port}")
-
-    def stop(self) -> None:
-        """Shut the server down cleanly (SIGTERM flushes JetStream's store)."""
-        if self._process is None:
-            return
-        self._process.terminate()
-        try:
-            self._process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
-        self._process = None
 
 
 @pytest.fixture

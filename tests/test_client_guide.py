@@ -26,10 +26,11 @@ def load_script() -> ModuleType:
 def test_the_guide_names_every_reason_the_code_can_send() -> None:
     script = load_script()
     guide = GUIDE.read_text(encoding="utf-8")
-    named = set(re.findall(r"^\| `([a-z_]+)` \|", guide, flags=re.MULTILINE))
+    named = set(re.findall(r"^\| `(ERROR_REASON_[A-Z0-9_]+)` \|", guide, flags=re.MULTILINE))
     reasons = script.all_reasons()
     assert {"stale_expected_seq", "table_full", "must_follow_suit", "run_has_gap"} <= reasons
-    assert reasons - named == set(), "run scripts/reason_tables.py"
+    wire = {f"ERROR_REASON_{reason.upper()}" for reason in reasons}
+    assert wire - named == set(), "run scripts/reason_tables.py"
 
 
 def test_the_generated_tables_are_current() -> None:
@@ -41,7 +42,7 @@ def test_the_generated_tables_are_current() -> None:
 def test_a_reason_missing_from_the_guide_is_caught() -> None:
     script = load_script()
     guide = GUIDE.read_text(encoding="utf-8")
-    stripped = guide.replace("| `must_follow_suit` |", "| `(removed)` |")
+    stripped = guide.replace("| `ERROR_REASON_MUST_FOLLOW_SUIT` |", "| `(removed)` |")
     assert script.with_block(stripped) != stripped
 
 
@@ -50,4 +51,6 @@ def test_the_guide_includes_the_tested_example() -> None:
     assert "docs/examples/play_hokm.py" in guide
     assert (ROOT / "docs" / "examples" / "play_hokm.py").is_file()
     assert "```mermaid" in guide and "sequenceDiagram" in guide
-    assert "TypeScript" not in guide  # no client the repository does not ship
+    # The TypeScript example it names is the one tests/e2e/test_ts_client.py runs.
+    assert "clients/ts/examples/play_match.ts" in guide
+    assert (ROOT / "clients" / "ts" / "examples" / "play_match.ts").is_file()

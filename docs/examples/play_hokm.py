@@ -39,9 +39,9 @@ SET_ASIDE_COUNT = 4
 class ServerClock:
     """The server's clock as seen from here: ``offset_ms`` = server time - local time.
 
-    Each reply carrying server timestamps (an event's ``at_ms``) was stamped between the
-    moment the call left and the moment its answer came back, so the offset lies within
-    half the round trip of ``at_ms - midpoint``. The sample with the shortest round trip is
+    Each reply's ``server_time_ms`` was stamped between the moment the call left and the
+    moment its answer came back, so the offset lies within half the round trip of
+    ``server_time_ms - midpoint``. The sample with the shortest round trip is
     the tightest, so it is the one kept.
     """
 
@@ -74,6 +74,10 @@ class MatchRecord:
     moves_played: int = 0
     reconnections: int = 0
     retried_stale: int = 0
+    get_views: int = 0
+    """GetView calls: one per (re)connection; the stream says whose turn it is after that."""
+    decided_seq: int = -1
+    """The seq of the last state this seat decided a move from (never decide twice)."""
     clock: ServerClock = field(default_factory=ServerClock)
     final_view: hokm_pb2.HokmView | None = None
 
@@ -125,26 +129,25 @@ class HokmClient:
             bot_level=lobby_pb2.BOT_LEVEL_RANDOM,
             hokm=hokm_pb2.HokmRules(variant=hokm_pb2.HOKM_VARIANT_FOUR_PLAYERS),
         )
-        table = await self.lobby.CreateTable(
-            lobby_pb2.CreateTableRequest(settings=settings), metadata=self.metadata)
-        started: lobby_pb2.Table = await self.lobby.StartGame(
-            lobby_pb2.StartGameRequest(table_id=table.table_id), metadata=self.metadata)
+        table = (await self.lobby.CreateTable(
+            lobby_pb2.CreateTableRequest(settings=settings), metadata=self.metadata)).table
+        started: lobby_pb2.Table = (await self.lobby.StartGame(
+            lobby_pb2.StartGameRequest(table_id=table.table_id), metadata=self.metadata)).table
         return started
 
-    async def play_if_my_turn(self, record: MatchRecord) -> None:
-        """Load the view; when this seat is to act, submit a legal move.
+    async def play(self, record: MatchRecord, seq: int, view: hokm_pb2.HokmView) -> None:
+        """Submit a legal move decided from ``view``, the seat's view after event ``seq``
+        (a stream message or a GetView answer whose ``turn.your_turn`` is set).
 
-        The command carries ``expected_seq`` (the view's seq) so that it cannot apply to a
-        state the player has not seen, and a fresh ``command_id`` so that a retry of the
-        same attempt is idempotent. ABORTED means the log moved on: the next event brings a
-        fresh view, so the move is simply decided again."""
-        reply = await self.game.GetView(
-            game_pb2.GetViewRequest(game_id=record.game_id), metadata=self.metadata)
-        view = reply.hokm
-        if not (view.has_turn and view.turn == view.seat and view.legal):
-            return
+        The command carries ``expected_seq`` (``seq``) so that it cannot apply to a state
+        the player has not seen, and a fresh ``command_id`` so that a retry of the same
+        attempt is idempotent. ABORTED means the log moved on: the stream brings the newer
+        state with its own ``turn``, and the move is decided again from there."""
+        if seq <= record.decided_seq or not view.legal:
+            return  # decided from this state already (the GetView and the stream agree)
+        record.decided_seq = seq
         request = game_pb2.SubmitCommandRequest(
-            game_id=record.game_id, command_id=str(uuid.uuid4()), expected_seq=reply.seq,
+            game_id=record.game_id, command_id=str(uuid.uuid4()), expected_seq=seq,
             hokm=chosen_move(view))
         sent = now_ms()
         try:
@@ -154,9 +157,17 @@ class HokmClient:
                 raise
             record.retried_stale += 1
             return
-        if answer.events:
-            record.clock.observe(answer.events[-1].at_ms, sent, now_ms())
+        record.clock.observe(answer.server_time_ms, sent, now_ms())
         record.moves_played += 1
+
+    async def play_if_my_turn(self, record: MatchRecord) -> None:
+        """At (re)connection: load the view once and play when this seat is to act (the
+        stream has nothing to send until someone acts, and that someone may be us)."""
+        reply = await self.game.GetView(
+            game_pb2.GetViewRequest(game_id=record.game_id), metadata=self.metadata)
+        record.get_views += 1
+        if reply.turn.your_turn:
+            await self.play(record, reply.seq, reply.hokm)
 
     async def submit_with_retries(
         self, request: game_pb2.SubmitCommandRequest, attempts: int = 3
@@ -190,8 +201,6 @@ class HokmClient:
             metadata=self.metadata)
         received = 0
         try:
-            # Act at once if it is already our turn: after a reconnection the stream has
-            # nothing to send until someone acts, and that someone may be us.
             await self.play_if_my_turn(record)
             async for message in stream:
                 event = message.event
@@ -202,7 +211,10 @@ class HokmClient:
                 received += 1
                 if drop_after_events is not None and received >= drop_after_events:
                     return False
-                await self.play_if_my_turn(record)
+                # The last event of each batch says whose turn it is; ours comes with the
+                # seat's view, so no GetView is needed after an event.
+                if message.turn.your_turn:
+                    await self.play(record, event.seq, message.hokm)
             return True
         finally:
             stream.cancel()

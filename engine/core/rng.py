@@ -30,18 +30,19 @@ _WORD_SPACE: Final = 1 << 64
 class DeterministicRandom:
     """A reproducible stream of unbiased integers derived from ``key`` and ``label``."""
 
-    __slots__ = ("_block", "_counter", "_key", "_label", "_words")
+    __slots__ = ("_counter", "_keyed", "_words")
 
     def __init__(self, key: bytes, label: str) -> None:
-        self._key = key
-        self._label = label.encode("utf-8") + b"\x00"
+        # HMAC's keyed state (the key's pads) absorbs the label once; each block then only
+        # copies it and adds the counter: the same bytes as a fresh HMAC per block.
+        self._keyed = hmac.new(key, label.encode("utf-8") + b"\x00", hashlib.sha256)
         self._counter = 0
         self._words: list[int] = []
 
     def _refill(self) -> None:
-        block = hmac.new(
-            self._key, self._label + self._counter.to_bytes(8, "big"), hashlib.sha256
-        ).digest()
+        mac = self._keyed.copy()
+        mac.update(self._counter.to_bytes(8, "big"))
+        block = mac.digest()
         self._counter += 1
         # Words are consumed from the end of the list, so store them reversed.
         self._words = [int.from_bytes(block[i : i + 8], "big") for i in (24, 16, 8, 0)]

@@ -77,9 +77,14 @@ NAME: Final = "hand"
 
 def to_act(state: HandState) -> int | None:
     """The seat that must act now (None between deals and once the match is over)."""
-    if state.phase in (Phase.FIRST_DISCARD, Phase.DRAW, Phase.PLAY):
+    if state.phase in _ACTING:
         return state.turn
     return None
+
+
+_ACTING: Final = frozenset((Phase.FIRST_DISCARD, Phase.DRAW, Phase.PLAY))
+"""The phases in which a seat acts (read once: an enum member lookup is not free, and
+``to_act`` is asked before every command)."""
 
 
 def is_over(state: HandState) -> bool:

@@ -14,7 +14,7 @@ cheaper card stays in hand than the joker's 15 penalty points).
 Branch and bound on top (fail-low alpha, as in game-tree search): a branch whose bound
 (every remaining card melded, less the cheapest cards that must stay; for an opening
 without table melds, every remaining card that is still alive, :func:`~engine.hand.
-screens.alive_faces`) cannot beat the best plan found is cut, and its memo entry is marked
+screens.alive_of_faces`) cannot beat the best plan found is cut, and its memo entry is marked
 as an upper bound, never as exact. The choices are tried heaviest first so that good plans
 come early; without table melds they depend only on a few cards around the face decided,
 and are listed once for every search (:data:`_CHOICES`).
@@ -32,7 +32,7 @@ from functools import cache
 from itertools import combinations
 from typing import Final
 
-from engine.hand.screens import alive_faces, opening_value
+from engine.hand.screens import alive_of_faces, opening_value
 
 FACES: Final = 52
 RANKS: Final = 13
@@ -71,8 +71,6 @@ def _opening_value(faces: tuple[int, ...], ace_low_value: int) -> int:
 _EVEN_BITS: Final = int("01" * FACES, 2)
 """Bit ``2 * face`` of every face: where a packed count (2 bits a face) starts."""
 _SUIT_SPAN: Final = 2 * RANKS
-_JOKER_BITS: Final = 2 * FACES
-"""Where a hand's jokers sit (above its two packs), for :func:`alive_faces`."""
 
 
 def _lowest_rank(key: int) -> int:
@@ -84,6 +82,26 @@ def _lowest_rank(key: int) -> int:
     return ((ranks & -ranks).bit_length() - 1) >> 1
 
 
+def _spread(bits: int) -> int:
+    """``bits`` with bit ``i`` moved to bit ``2 * i``."""
+    return sum(1 << 2 * i for i in range(bits.bit_length()) if bits >> i & 1)
+
+
+_SPREAD: Final = tuple(_spread(bits) for bits in range(1 << RANKS))
+""":func:`_spread` of every suit mask."""
+
+
+def _packed(faces: int) -> int:
+    """The packed counts (2 bits a face) of one copy of each face of ``faces``."""
+    return (
+        _SPREAD[faces & _SUIT_MASK]
+        | _SPREAD[faces >> RANKS & _SUIT_MASK] << _SUIT_SPAN
+        | _SPREAD[faces >> 2 * RANKS & _SUIT_MASK] << 2 * _SUIT_SPAN
+        | _SPREAD[faces >> 3 * RANKS] << 3 * _SUIT_SPAN
+    )
+
+
+_SUIT_MASK: Final = (1 << RANKS) - 1
 _ABOVE: Final = tuple((1 << 2 * (ACE - rank)) - 1 for rank in range(RANKS))
 """For x of each rank, the packed counts of its suit's faces above it."""
 _CHOICES: dict[tuple[object, ...], dict[tuple[int, ...], tuple[tuple[Choice, int], ...]]] = {}
@@ -170,7 +188,8 @@ class Search:
     face_points: tuple[int, ...] = ()
     joker_bound: int = 0
     present: int = 0
-    """The faces (52-bit mask) of the remaining naturals."""
+    """The faces (52-bit mask) of the remaining naturals (read off ``counts`` unless the
+    caller gives it, with ``twins``)."""
     twins: int = 0
     """The faces of which both copies remain."""
     live_bound: bool = False
@@ -182,19 +201,20 @@ class Search:
     shared by every search weighing alike."""
 
     def __post_init__(self) -> None:
-        key = present = twins = 0
-        for face, count in enumerate(self.counts):
-            if count:
-                key |= count << (2 * face)
-                present |= 1 << face
-                if count > 1:
-                    twins |= 1 << face
-        self.key, self.present, self.twins = key, present, twins
+        present, twins = self.present, self.twins
+        if not present:  # not given by the caller: read them off the counts
+            for face, count in enumerate(self.counts):
+                if count:
+                    present |= 1 << face
+                    if count > 1:
+                        twins |= 1 << face
+            self.present, self.twins = present, twins
+        self.key = _packed(present) + _packed(twins)
         # the most a card can add: its value, the ace as the better of high and low
         top_ace = max(11, self.ace_low_value) if self.mode == "open" else 11
         weighted = self.mode in ("open", "penalty")
         self.face_points = _face_points(top_ace if weighted else 0)
-        self.points = sum([c * p for c, p in zip(self.counts, self.face_points, strict=True)])
+        self.points = opening_value(present, twins, top_ace) if weighted else 0
         self.joker_bound = {"open": top_ace, "penalty": self.joker_penalty}.get(self.mode, 0)
         self.live_bound = self.mode == "open" and not self.runs and not self.sets
         weighs = (self.mode, self.ace_low_value if self.mode == "open" else 0,
@@ -289,10 +309,8 @@ class Search:
             return bound
         if self.live_bound:
             # Tighter: a new meld holds only naturals still alive among the remaining
-            # cards (screens.alive_faces); every other one stays in hand.
-            alive = alive_faces(
-                self.present | ((1 << jokers) - 1) << _JOKER_BITS, self.max_jokers
-            )
+            # cards (screens.alive_of_faces); every other one stays in hand.
+            alive = alive_of_faces(self.present, jokers, self.max_jokers)
             if need_face and not alive >> self.required_face & 1:
                 return NEG
             live = opening_value(alive, self.twins & alive, self.joker_bound)
@@ -442,16 +460,19 @@ class Search:
         """:meth:`choices` without table melds, heaviest first, read from :data:`_CHOICES`.
         Without table melds the choices for x depend only on the cards of x's suit above
         it, x's rank in the higher suits, the joker budget and whether a card may still be
-        left; hands a turn apart share most of these, searches too."""
+        left; hands a turn apart share most of these, searches too. Only whether a face
+        is held counts (the listing never asks how many copies), so the shape keeps one bit
+        of each face's count: hands that differ by a second copy share their listing."""
         key = self.key
+        key = (key | key >> 1) & _EVEN_BITS
         rank = x % RANKS
         budget = min(jokers, self.max_jokers)
         shape = (
             x,
             key >> (2 * x + 2) & _ABOVE[rank],
-            key >> (2 * x + 2 * RANKS) & 3
-            | (key >> (2 * x + 4 * RANKS) & 3) << 2
-            | (key >> (2 * x + 6 * RANKS) & 3) << 4,
+            key >> (2 * x + 2 * RANKS) & 1
+            | (key >> (2 * x + 4 * RANKS) & 1) << 1
+            | (key >> (2 * x + 6 * RANKS) & 1) << 2,
             budget,
             not self.exact_left or left == 0,
         )

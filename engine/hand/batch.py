@@ -47,10 +47,13 @@ class Batch:
         return self.state
 
     def emit(self, event: log_pb2.Event) -> HandState:
-        """Number, stamp and fold one event; return the state after it."""
+        """Number, stamp and fold one event, freshly built for this batch (its stamps
+        still at their defaults); return the state after it."""
         event.seq = 1 if self.state is None else self.state.seq + 1
-        event.at_ms = self.at_ms
-        event.automatic = self.automatic
+        if self.at_ms:  # a fresh event holds the defaults: set only what differs
+            event.at_ms = self.at_ms
+        if self.automatic:
+            event.automatic = True
         self.state = evolve(self.state, event)
         self.events.append(event)
         return self.state

@@ -68,44 +68,52 @@ def decide(state: HandState | None, command: log_pb2.Command) -> list[log_pb2.Ev
     :raises InvalidCommand: a command that is not Hand's, names no move or no real card.
     :raises RuleViolation: a move the rules do not allow now (the code says which rule).
     """
-    if command.WhichOneof("game") != "hand":
-        raise InvalidCommand(Code.WRONG_GAME, "not a Hand command")
-    kind = command.hand.WhichOneof("kind")
+    move = command.hand  # an empty message when the command is another game's
+    kind = move.WhichOneof("kind")
     if kind is None:
+        if command.WhichOneof("game") != "hand":
+            raise InvalidCommand(Code.WRONG_GAME, "not a Hand command")
         raise InvalidCommand(Code.MALFORMED_COMMAND, "the Hand command names no move")
     if state is None:
         raise RuleViolation(Code.WRONG_PHASE, "the match has not started")
     where = f"at seq {state.seq}"
-    if state.phase is Phase.MATCH_OVER:
+    phase = state.phase
+    if phase is _MATCH_OVER:
         raise RuleViolation(Code.GAME_OVER, f"the match is over ({kind} {where})")
     seat = command.seat
     if seat >= state.seats:
         raise InvalidCommand(Code.INVALID_SEAT, f"no seat {seat} {where}")
-    if seat != state.turn or state.phase is Phase.BETWEEN_DEALS:
+    if seat != state.turn or phase is _BETWEEN_DEALS:
         raise RuleViolation(Code.NOT_YOUR_TURN, f"seat {seat} is not to act {where}")
-    _check_phase(state, kind, where)
+    _check_phase(state, phase, kind, where)
     batch = Batch(state, at_ms=command.at_ms, automatic=command.automatic)
-    turn.MOVES[kind](batch, seat, getattr(command.hand, kind), where)
+    turn.MOVES[kind](batch, seat, getattr(move, kind), where)
     return batch.finish()
 
 
-def _check_phase(state: HandState, kind: str, where: str) -> None:
+def _check_phase(state: HandState, phase: Phase, kind: str, where: str) -> None:
     # docs/rules/hand.md "A turn": draw, meld (optional), discard; the first player only discards.
-    if state.phase is Phase.FIRST_DISCARD and kind != "discard":
+    if phase is _FIRST_DISCARD and kind != "discard":
         raise RuleViolation(
             HandCode.FIRST_TURN_DISCARD_ONLY,
             f"the player after the dealer starts by discarding only ({kind} {where})",
         )
-    is_draw = kind in ("draw_from_stock", "take_discard")
-    if state.phase is Phase.DRAW and not is_draw:
+    is_draw = kind in _DRAWS
+    if phase is _DRAW and not is_draw:
         raise RuleViolation(HandCode.MUST_DRAW_FIRST, f"draw a card first ({kind} {where})")
-    if state.phase is Phase.PLAY and is_draw:
+    if phase is _PLAY and is_draw:
         raise RuleViolation(HandCode.ALREADY_DREW, f"one draw a turn ({kind} {where})")
     if kind != "discard" and _laying_hand(state):
         raise RuleViolation(
             HandCode.HAND_MUST_DISCARD,
             f"a hand lays the whole hand at once: discard the last card ({kind} {where})",
         )
+
+
+_BETWEEN_DEALS, _FIRST_DISCARD, _DRAW, _PLAY, _MATCH_OVER = (
+    Phase.BETWEEN_DEALS, Phase.FIRST_DISCARD, Phase.DRAW, Phase.PLAY, Phase.MATCH_OVER
+)  # read once: an enum member lookup is not free, and decide runs for every command
+_DRAWS = frozenset(("draw_from_stock", "take_discard"))
 
 
 def _laying_hand(state: HandState) -> bool:

@@ -19,7 +19,7 @@ from engine.core.cards import mask_of
 from engine.core.fairness import commit
 from engine.hand.codec import table_meld_of_proto, without
 from engine.hand.rules import options_of
-from engine.hand.state import HandState, Phase, evolved
+from engine.hand.state import HandState, Phase, copied, evolved
 
 
 def evolve(state: HandState | None, event: log_pb2.Event) -> HandState:
@@ -31,10 +31,10 @@ def evolve(state: HandState | None, event: log_pb2.Event) -> HandState:
     expected = 1 if state is None else state.seq + 1
     if event.seq != expected:
         raise ValueError(f"event seq {event.seq} does not follow seq {expected - 1}")
-    if event.WhichOneof("game") != "hand":
-        raise ValueError(f"event seq {event.seq} is not a Hand event")
-    payload = event.hand
+    payload = event.hand  # an empty message when the event is another game's
     kind = payload.WhichOneof("kind")
+    if kind is None and event.WhichOneof("game") != "hand":
+        raise ValueError(f"event seq {event.seq} is not a Hand event")
     if state is None:
         if kind != "match_started":
             raise ValueError("a Hand log starts with match_started")
@@ -134,7 +134,7 @@ def _card_drawn(
     turn_starts = {
         "seq": seq,
         "deadline_ms": deadline_ms,
-        "phase": Phase.PLAY,
+        "phase": _PLAY,
         "hands": tuple(hands),
         "opened_this_turn": False,
         "opening_total": 0,
@@ -143,14 +143,12 @@ def _card_drawn(
         "used_older_melds": False,
     }
     if message.from_discard:
-        return evolved(
-            state,
-            **turn_starts,
-            discard=state.discard[:-1],
-            shown=state.shown | (1 << message.card),
-            must_use=message.card,
-        )
-    return evolved(state, **turn_starts, stock=state.stock[1:])
+        turn_starts["discard"] = state.discard[:-1]
+        turn_starts["shown"] = state.shown | (1 << message.card)
+        turn_starts["must_use"] = message.card
+    else:
+        turn_starts["stock"] = state.stock[1:]
+    return copied(state, turn_starts)
 
 
 def _melds_laid(
@@ -227,17 +225,21 @@ def _card_discarded(
     state: HandState, message: hand_pb2.CardDiscarded, seq: int, deadline_ms: int
 ) -> HandState:
     hands = list(state.hands)
-    hands[message.seat] = without(hands[message.seat], (message.card,))
-    return evolved(
-        state,
-        seq=seq,
-        deadline_ms=deadline_ms,
-        phase=Phase.DRAW,
-        turn=state.next_seat(message.seat),
-        hands=tuple(hands),
-        discard=(*state.discard, message.card),
-        must_use=None,
-    )
+    seat, card = message.seat, message.card
+    hands[seat] &= ~(1 << card)
+    return copied(state, {
+        "seq": seq,
+        "deadline_ms": deadline_ms,
+        "phase": _DRAW,
+        "turn": (seat + 1) % state.options.players,
+        "hands": tuple(hands),
+        "discard": (*state.discard, card),
+        "must_use": None,
+    })
+
+
+_DRAW, _PLAY = Phase.DRAW, Phase.PLAY
+"""Read once: an enum member lookup is not free, and every draw and discard reads one."""
 
 
 def _stock_restocked(

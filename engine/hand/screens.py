@@ -102,8 +102,13 @@ hot path)."""
 def alive_faces(hand: CardSet, max_jokers: int, *, use_jokers: bool = True) -> int:
     """The faces of ``hand``'s naturals that could be in a meld of ``hand`` (see the
     module docs), as a 52-bit mask; with ``use_jokers`` false, in a meld of naturals."""
-    faces = faces_of(hand)
     jokers = (hand >> _JOKER_SHIFT).bit_count() if use_jokers else 0
+    return alive_of_faces(faces_of(hand), jokers, max_jokers)
+
+
+def alive_of_faces(faces: int, jokers: int, max_jokers: int) -> int:
+    """:func:`alive_faces` of a hand given as its faces (52-bit mask) and its number of
+    jokers (the exact search keeps both as they are, node after node)."""
     # Sets, all ranks at once: a rank is alive when 3 of its suits are held (2 and a joker).
     a = faces & _SUIT_BITS
     b = faces >> RANKS_PER_SUIT & _SUIT_BITS

@@ -60,6 +60,7 @@ from engine.hand.melds import (
     run_position,
     validate_meld,
 )
+from engine.hand.screens import alive_faces
 
 __all__ = ["GoOutPlan", "LayOff", "Opening", "Penalty", "Retrieval", "best_opening",
            "can_go_out", "melds_holding", "min_penalty"]
@@ -213,27 +214,41 @@ def _solve(
     if must_use is not None and must_use not in cards:
         return None
     counts = [0] * FACES
+    present = twins = 0  # the faces held, and those held twice
     for card in cards:
         if card < NATURALS:  # trusted ids: the face is the id modulo a pack
-            counts[card % PACK_SIZE] += 1
-    jokers = len(cards) - sum(counts)
-    runs, run_index, sets, set_index = _table_view(table_melds, counts)
-    related = set(run_index) | set(set_index)
-    spare = sum(_joker_room(m, max_jokers) for i, m in enumerate(table_melds)
-                if i not in related)
-    alive = _alive(counts, jokers, max_jokers, runs, sets)
+            face = card % PACK_SIZE
+            counts[face] += 1
+            if present >> face & 1:
+                twins |= 1 << face
+            present |= 1 << face
+    jokers = len(cards) - present.bit_count() - twins.bit_count()
+    if table_melds:
+        runs, run_index, sets, set_index = _table_view(table_melds, counts)
+        related = set(run_index) | set(set_index)
+        spare = sum(_joker_room(m, max_jokers) for i, m in enumerate(table_melds)
+                    if i not in related)
+        alive = _alive(counts, jokers, max_jokers, runs, sets)
+    else:  # the same faces as _alive's without a table, read off masks
+        runs, run_index, sets, set_index, spare = [], [], [], [], 0
+        alive = alive_faces(present | ((1 << jokers) - 1) << 2 * PACK_SIZE, max_jokers)
     dead = [c for c in cards if c < NATURALS and not alive >> (c % PACK_SIZE) & 1]
     if (exact_left and len(dead) > 1) or (must_use is not None and must_use in dead):
         return None
     for card in dead:
-        counts[natural_of(card)] -= 1
+        face = card % PACK_SIZE
+        counts[face] -= 1
+        if twins >> face & 1:
+            twins ^= 1 << face
+        else:
+            present ^= 1 << face
     search = Search(
         counts=counts, jokers=jokers, mode=mode, max_jokers=max_jokers,
         ace_low_value=ace_low_value, joker_penalty=joker_penalty, keep=keep,
         exact_left=exact_left, runs=runs, sets=sets, spare_joker_room=spare,
         required_face=-1 if must_use is None or is_joker(must_use) else natural_of(must_use),
         required_joker=must_use is not None and is_joker(must_use),
-        open_floor=open_floor,
+        open_floor=open_floor, present=present, twins=twins,
     )
     left0 = len(dead) if exact_left else min(keep, len(dead))
     value = search.solve(left0, floor)
@@ -274,8 +289,10 @@ def _build(
 ) -> _Outcome:
     path, laid_jokers = _walk(search, left0)
     pool: dict[int, list[HandCard]] = {}
-    for card in sorted(c for c in cards if c not in dead):
-        pool.setdefault(-1 if is_joker(card) else natural_of(card), []).append(card)
+    laid_aside = set(dead)
+    for card in sorted(cards):
+        if card not in laid_aside:  # trusted ids: a joker is -1, a natural its face
+            pool.setdefault(-1 if card >= NATURALS else card % PACK_SIZE, []).append(card)
     if must_use is not None:  # the required card goes into a new meld first
         face = -1 if is_joker(must_use) else natural_of(must_use)
         pool[face].remove(must_use)

@@ -123,6 +123,12 @@ def evolved(state: HandState, **changes: Any) -> HandState:
     """
     if not changes.keys() <= _FIELDS:
         raise TypeError(f"HandState has no field {sorted(changes.keys() - _FIELDS)}")
+    return copied(state, changes)
+
+
+def copied(state: HandState, changes: dict[str, Any]) -> HandState:
+    """:func:`evolved` for callers whose ``changes`` name fields only (``evolve``'s
+    handlers, which spell them out): no check, no keyword arguments to gather."""
     new = _new(HandState)
     attributes = new.__dict__
     attributes.update(state.__dict__)

@@ -37,7 +37,6 @@ def view(state: HandState, seat: int | None) -> hand_pb2.HandView:
     )
     acting = state.phase in (Phase.FIRST_DISCARD, Phase.DRAW, Phase.PLAY)
     if acting:
-        message.has_turn = True
         message.turn = state.turn
         message.deadline_ms = state.deadline_ms
         if state.must_use is not None:

@@ -34,8 +34,7 @@ def _trick(leader: int, cards: tuple[int, ...], winner: int, seats: int) -> hokm
         plays=[
             hokm_pb2.SeatCard(seat=(leader + i) % seats, card=card) for i, card in enumerate(cards)
         ],
-        has_winner=winner != NO_SEAT,
-        winner=max(winner, 0),
+        winner=None if winner == NO_SEAT else winner,
     )
 
 
@@ -55,21 +54,17 @@ def view(state: HokmState, seat: int | None) -> hokm_pb2.HokmView:
         rules=state.rules,
         phase=state.phase if state.phase in _PHASES_SHOWN else 0,  # type: ignore[arg-type]
         round=state.round,
-        has_hakem=state.hakem != NO_SEAT,
-        hakem=max(state.hakem, 0),
+        hakem=None if state.hakem == NO_SEAT else state.hakem,
         trump=state.trump + 1 if state.trump != NO_SUIT else 0,  # type: ignore[arg-type]
-        has_turn=state.turn != NO_SEAT,
-        turn=max(state.turn, 0),
+        turn=None if state.turn == NO_SEAT else state.turn,
         deadline_ms=state.deadline_ms,
         hand_counts=[hand.bit_count() for hand in state.hands],
         current_trick=_trick(state.leader, state.trick, NO_SEAT, seats),
         tricks=[_trick(t.leader, t.cards, t.winner, seats) for t in finished],
         tricks_won=state.tricks_won,
         scores=state.scores,
-        has_top_a=bool(state.pile_a),
-        top_a=state.pile_a[0] if state.pile_a else 0,
-        has_top_b=bool(state.pile_b),
-        top_b=state.pile_b[0] if state.pile_b else 0,
+        top_a=state.pile_a[0] if state.pile_a else None,
+        top_b=state.pile_b[0] if state.pile_b else None,
         pile_size=len(state.pile_a),
         winners=state.winners,
     )
@@ -158,9 +153,9 @@ def view_cards(seen: hokm_pb2.HokmView) -> CardSet:
     mask = _mask(seen.hand) | _mask(seen.set_aside)
     for trick in (seen.current_trick, *seen.tricks):
         mask |= _mask(play.card for play in trick.plays)
-    if seen.has_top_a:
+    if seen.HasField("top_a"):
         mask |= 1 << seen.top_a
-    if seen.has_top_b:
+    if seen.HasField("top_b"):
         mask |= 1 << seen.top_b
     for command in seen.legal:
         kind = command.WhichOneof("kind")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from services.cli import arena, export, play, serve, sim, verify
+from services.cli import arena, audit, export, play, serve, sim, verify
 
 app = typer.Typer(
     name="dast",
@@ -15,6 +15,7 @@ app = typer.Typer(
 app.add_typer(sim.app, name="sim")
 app.add_typer(arena.app, name="arena")
 app.command("verify")(verify.verify)
+app.command("audit")(audit.audit)
 app.command("export")(export.export)
 app.command("signing-key")(export.signing_key)
 app.command("serve")(serve.serve)

@@ -24,23 +24,25 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from engine.core.audit import audit_log, check_receipts
-from engine.core.logformat import LogFormatError, Receipt, load_log, load_receipts
-from engine.core.seal import PUBLIC_KEY_BYTES, SealProblem, seal_covers, verify_seal
+from engine.core.audit import Check, Finding
+from engine.core.logformat import ExportedLog, LogFormatError, Receipt, load_log, load_receipts
+from engine.core.seal import PUBLIC_KEY_BYTES, SealProblem
+from engine.core.verification import Outcome, Verification, verify_export
 
-_UNREADABLE = 2
-_FAILED = 1
-_MARKS = {True: "[green]ok[/green]", False: "[red]FAILED[/red]"}
-_SEAL_PROBLEMS = {
-    SealProblem.MISSING: "the log carries no seal (pass --unsealed to accept that)",
-    SealProblem.MALFORMED: "the seal's key or signature has the wrong length",
-    SealProblem.BAD_SIGNATURE: "the seal's signature does not match the log's head",
-    SealProblem.WRONG_HEAD: "the seal names another seq or hash than the log's last entry",
-    SealProblem.UNTRUSTED_KEY: "the seal was made with another key than --public-key",
-}
+UNREADABLE = 2
+FAILED = 1
+_MARKS = {Outcome.PASSED: "[green]ok[/green]", Outcome.FAILED: "[red]FAILED[/red]"}
+_TRUSTED_KEY_NAME = "--public-key"
 
 
-def _public_key(value: str) -> bytes:
+def hint(finding: Finding) -> str:
+    """A finding as the command line says it, with what to pass when that is the fix."""
+    if finding.code == SealProblem.MISSING:
+        return f"{finding} (pass --unsealed to accept that)"
+    return str(finding)
+
+
+def public_key_option(value: str) -> bytes:
     """The raw key ``--public-key`` names: base64 of 32 bytes, or a file holding that.
 
     :raises typer.BadParameter: when it is neither.
@@ -56,85 +58,88 @@ def _public_key(value: str) -> bytes:
     return key
 
 
-def _read_receipts(paths: list[Path], console: Console) -> list[Receipt]:
+def read_receipts(paths: list[Path], console: Console) -> list[Receipt]:
     receipts: list[Receipt] = []
     for path in paths:
         try:
             receipts.extend(load_receipts(path.read_text(encoding="utf-8")))
         except (OSError, UnicodeDecodeError, LogFormatError) as error:
             console.print(f"[red]cannot read receipts {escape(str(path))}:[/red] {error}")
-            raise typer.Exit(_UNREADABLE) from error
+            raise typer.Exit(UNREADABLE) from error
     return receipts
+
+
+
+def read_export(path: Path, console: Console) -> ExportedLog:
+    """The exported log in ``path``; exits with 2 when it cannot be read."""
+    try:
+        return load_log(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, LogFormatError) as error:
+        console.print(f"[red]cannot read {escape(str(path))}:[/red] {error}")
+        raise typer.Exit(UNREADABLE) from error
+
+
+def verify_file(
+    path: Path, console: Console, *, public_key: str | None, receipts: list[Path],
+    unsealed: bool,
+) -> Verification:
+    """Every check on the export in ``path`` (the options as ``dast verify`` takes them)."""
+    trusted_key = public_key_option(public_key) if public_key is not None else None
+    exported = read_export(path, console)
+    seat_receipts = read_receipts(receipts, console)
+    return verify_export(
+        exported.entries, exported.seal, trusted_key=trusted_key,
+        trusted_key_name=_TRUSTED_KEY_NAME, receipts=seat_receipts, accept_unsealed=unsealed,
+    )
+
+
+def warnings_of(verification: Verification) -> list[str]:
+    """The verification's warnings as the command line says them."""
+    return [f"{warning} or pass --public-key" if "taken from the file itself" in warning
+            else warning for warning in verification.warnings]
+
+
+PublicKeyOption = Annotated[
+    str | None,
+    typer.Option(help="The server's public key (base64, or a file holding it), as "
+                      "GameService.GetSigningKey serves it."),
+]
+ReceiptsOption = Annotated[
+    list[Path] | None,
+    typer.Option(help="A seat's saved receipts (JSON Lines of {seq, hash} or of "
+                      "SubscribeResponse); repeatable."),
+]
+UnsealedOption = Annotated[
+    bool, typer.Option(help="Accept a log without a seal (dast sim, older exports).")
+]
+"""The options ``dast verify`` and ``dast audit`` share."""
 
 
 def verify(
     log_file: Annotated[Path, typer.Argument(help="An exported log: JSON Lines of LogEntry.")],
-    public_key: Annotated[
-        str | None,
-        typer.Option(help="The server's public key (base64, or a file holding it), as "
-                          "GameService.GetSigningKey serves it."),
-    ] = None,
-    receipts: Annotated[
-        list[Path] | None,
-        typer.Option(help="A seat's saved receipts (JSON Lines of {seq, hash} or of "
-                          "SubscribeResponse); repeatable."),
-    ] = None,
-    unsealed: Annotated[
-        bool, typer.Option(help="Accept a log without a seal (dast sim, older exports).")
-    ] = False,
+    public_key: PublicKeyOption = None,
+    receipts: ReceiptsOption = None,
+    unsealed: UnsealedOption = False,
 ) -> None:
     """Verify a finished game's log: hash chain, seed commitment, every deal and move, the
     server's seal and any seat's receipts."""
     console = Console(soft_wrap=True)  # a line per check or problem, whatever the width
-    trusted_key = _public_key(public_key) if public_key is not None else None
-    try:
-        exported = load_log(log_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, LogFormatError) as error:
-        console.print(f"[red]cannot read {escape(str(log_file))}:[/red] {error}")
-        raise typer.Exit(_UNREADABLE) from error
-    seat_receipts = _read_receipts(receipts or [], console)
-
-    report = audit_log(exported.entries)
-    problems = list(report.problems)
-    console.print(f"{escape(str(log_file))}: {report.events} events")
-    console.print(f"  hash chain       {_MARKS[report.chain_ok]}")
-    console.print(f"  seed commitment  {_MARKS[report.commitment_ok]}")
-    console.print(f"  deals and moves  {_MARKS[report.deals_ok]}")
-
-    seal = exported.seal
-    seal_problem: SealProblem | None
-    if seal is None:
-        seal_problem = None if unsealed else SealProblem.MISSING
-    elif not seal_covers(seal, exported.entries):
-        seal_problem = SealProblem.WRONG_HEAD
-    else:
-        seal_problem = verify_seal(seal, trusted_key)
-    if seal is None and unsealed:
+    result = verify_file(log_file, console, public_key=public_key, receipts=receipts or [],
+                         unsealed=unsealed)
+    console.print(f"{escape(str(log_file))}: {result.events} events")
+    for check in (Check.CHAIN, Check.COMMITMENT, Check.DEALS):
+        console.print(f"  {check:<16} {_MARKS.get(result.outcomes[check], _MARKS[Outcome.FAILED])}")
+    if result.outcomes[Check.SEAL] is Outcome.SKIPPED:
         console.print("  seal             [yellow]absent (accepted: --unsealed)[/yellow]")
     else:
-        console.print(f"  seal             {_MARKS[seal_problem is None]}")
-    if seal_problem is not None:
-        problems.append(_SEAL_PROBLEMS[seal_problem])
-
+        console.print(f"  seal             {_MARKS[result.outcomes[Check.SEAL]]}")
     if receipts:
-        receipt_problems = check_receipts(exported.entries, seat_receipts)
-        matched = len(seat_receipts) - len(receipt_problems)
-        console.print(f"  receipts         {_MARKS[not receipt_problems]} "
-                      f"({matched} of {len(seat_receipts)} match)")
-        problems.extend(receipt_problems)
-
-    warnings = []
-    if report.server_seed_chosen:
-        warnings.append("an admin chose this match's server seed: the operator knew every "
-                        "deal in advance")
-    if seal is not None and trusted_key is None and seal_problem is None:
-        key = base64.b64encode(seal.public_key).decode()
-        warnings.append(f"sealed by key {key}, taken from the file itself: compare it with "
-                        "the server's (GetSigningKey) or pass --public-key")
-    for warning in warnings:
+        console.print(f"  receipts         {_MARKS[result.outcomes[Check.RECEIPTS]]} "
+                      f"({result.receipts_matched} of {result.receipts_checked} match)")
+    for warning in warnings_of(result):
         console.print(f"  [yellow]warning: {escape(warning)}[/yellow]")
-    for problem in problems:
-        console.print(f"  [red]- {escape(problem)}[/red]")
-    if problems or not report.ok:
-        raise typer.Exit(_FAILED)
+    for finding in result.findings:
+        console.print(f"  [red]- {escape(hint(finding))}[/red]")
+    if not result.ok:
+        raise typer.Exit(FAILED)
     console.print("[green]verified[/green]")

@@ -6,7 +6,11 @@ from collections.abc import Callable
 
 import grpc
 
-from dast.v1 import game_pb2, game_pb2_grpc
+from dast.v1 import audit_pb2_grpc, game_pb2, game_pb2_grpc, replay_pb2_grpc
+from services.game.audit import SERVICE_NAME as AUDIT_SERVICE_NAME
+from services.game.audit import AuditService
+from services.game.replay import SERVICE_NAME as REPLAY_SERVICE_NAME
+from services.game.replay import ReplayService
 from services.game.repository import GameRepository
 from services.game.service import GameService
 from services.platform.bus import Bus
@@ -17,6 +21,9 @@ from services.platform.presence_kv import StreamPresence
 from services.platform.store import EventStore
 
 SERVICE_NAME = game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name
+SERVICE_NAMES = (SERVICE_NAME, REPLAY_SERVICE_NAME, AUDIT_SERVICE_NAME)
+"""Every gRPC service :func:`mount_game_service` adds (the game service's process owns
+the event store, so replay and audit are served beside it)."""
 
 
 def mount_game_service(
@@ -30,7 +37,8 @@ def mount_game_service(
     signer: LogSigner | None = None,
     presence: StreamPresence | None = None,
 ) -> GameService:
-    """Add a :class:`GameService` over ``store`` and ``bus`` to ``server``; return it.
+    """Add a :class:`GameService` over ``store`` and ``bus`` to ``server``, with the
+    :class:`ReplayService` and :class:`AuditService` over the same store; return it.
 
     ``notify`` wakes the relay after each append (so events reach the bus at once);
     ``signer`` seals finished logs (None: a key made for this service alone); ``presence``
@@ -43,4 +51,8 @@ def mount_game_service(
         presence=presence,
     )
     game_pb2_grpc.add_GameServiceServicer_to_server(service, server)
+    replay_pb2_grpc.add_ReplayServiceServicer_to_server(ReplayService(repository), server)
+    audit_pb2_grpc.add_AuditServiceServicer_to_server(
+        AuditService(repository, service.signer), server
+    )
     return service

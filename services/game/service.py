@@ -33,6 +33,7 @@ from services.game.commands import CommandHandler, Submission
 from services.game.control import SeatControls, seat_control_of
 from services.game.repository import GameRepository, GameSnapshot
 from services.game.streams import GameFeeds
+from services.game.turns import fill_turn, next_to_act, turn_for
 from services.platform.auth import Identity, Role, current_identity
 from services.platform.bus import Bus, InProcessBus
 from services.platform.clock import wall_clock_ms
@@ -50,7 +51,7 @@ def _invalid(message: str) -> ServiceError:
     return ServiceError(grpc.StatusCode.INVALID_ARGUMENT, Reason.INVALID_REQUEST, message)
 
 
-def _check_game_id(game_id: str) -> str:
+def check_game_id(game_id: str) -> str:
     """``game_id`` if some game could have it; NOT_FOUND otherwise, before any store lookup.
 
     The server's request guard has already refused ids with control or format characters
@@ -219,7 +220,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         """Seals finished logs; a server passes its configured key
         (:func:`services.platform.keys.load_signer`), tests get a key of their own."""
         self.bus = bus
-        self.feeds = GameFeeds(repository.store, bus, on_live=self._observe_lag)
+        self.feeds = GameFeeds(repository.store, bus, on_live=self._observe_lag, clock=clock)
         """The live feeds of this process's Subscribe streams, one per game."""
         self.metrics = metrics
         self._notify = notify
@@ -284,7 +285,8 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         self.metrics.child(self.metrics.appended, game.NAME).inc(len(entries))
         _log.info("game_created", game_id=game_id, game=game.NAME, seq=snapshot.seq)
         return game_pb2.CreateGameResponse(
-            game_id=game_id, server_seed_commitment=commit(seed), seq=snapshot.seq
+            game_id=game_id, server_seed_commitment=commit(seed), seq=snapshot.seq,
+            server_time_ms=self._clock(),
         )
 
     @_rpc_reporting_refusals(_count_refused_command)
@@ -296,7 +298,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         # Refusals are counted and logged by _count_refused_command (see the decorator).
         try:
             identity = current_identity()
-            game_id = _check_game_id(request.game_id)
+            game_id = check_game_id(request.game_id)
             if label == "none":
                 raise _invalid("the command carries no game's body")
             if not identity.is_privileged and request.automatic:
@@ -321,7 +323,16 @@ class GameService(game_pb2_grpc.GameServiceServicer):
                 seq=outcome.snapshot.seq,
                 duplicate=outcome.duplicate,
                 hashes=[entry.hash for entry in outcome.entries],
+                server_time_ms=self._clock(),
             )
+            state = outcome.snapshot.state
+            seats = next_to_act(game, state)
+            if identity.is_privileged:
+                # Bots and timers read views by GetView when they need one: a view costs
+                # more than deciding the command, so their replies say whose turn it is only.
+                reply.turn.CopyFrom(turn_for(seats, seat))
+            else:
+                fill_turn(reply, game, state, seat, seats, always_view=True)
             result = "duplicate" if outcome.duplicate else "accepted"
             if not outcome.duplicate:
                 self.metrics.child(self.metrics.appended, label).inc(len(outcome.entries))
@@ -338,13 +349,16 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         self, request: game_pb2.GetViewRequest, context: grpc.aio.ServicerContext
     ) -> game_pb2.GetViewResponse:
         identity = current_identity()
-        snapshot = await self.repository.refresh(_check_game_id(request.game_id))
+        snapshot = await self.repository.refresh(check_game_id(request.game_id))
         seat = viewer_seat(
             snapshot, identity, request.seat if request.HasField("seat") else None
         )
         await self._check_spectator(identity, snapshot.game_id, seat)
         view = snapshot.game.view(snapshot.state, seat)
-        reply = game_pb2.GetViewResponse(seq=snapshot.seq)
+        reply = game_pb2.GetViewResponse(
+            seq=snapshot.seq, server_time_ms=self._clock(),
+            turn=turn_for(next_to_act(snapshot.game, snapshot.state), seat),
+        )
         put(reply, snapshot.game.SCHEMA, view)
         reply.seat_control.extend(seat_control_of(snapshot))
         return reply
@@ -354,7 +368,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         self, request: game_pb2.SubscribeRequest, context: grpc.aio.ServicerContext
     ) -> AsyncGenerator[game_pb2.SubscribeResponse, None]:
         identity = current_identity()
-        snapshot = await self.repository.refresh(_check_game_id(request.game_id))
+        snapshot = await self.repository.refresh(check_game_id(request.game_id))
         seat = viewer_seat(
             snapshot, identity, request.seat if request.HasField("seat") else None
         )
@@ -374,7 +388,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             # responses (each redacted once): see services.game.streams.
             async for response in self.feeds.responses_after(
                 snapshot.game, snapshot.game_id, request.after_seq, seat,
-                head_seq=snapshot.seq,
+                head_seq=snapshot.seq, head_state=snapshot.state,
             ):
                 yield response
         finally:
@@ -388,10 +402,11 @@ class GameService(game_pb2_grpc.GameServiceServicer):
     ) -> game_pb2.ControlSeatResponse:
         identity = current_identity()
         self.seat_controls.check_caller(identity)
-        snapshot = await self.repository.refresh(_check_game_id(request.game_id))
+        snapshot = await self.repository.refresh(check_game_id(request.game_id))
         outcome = await self.seat_controls.control(identity, snapshot, request)
         reply = game_pb2.ControlSeatResponse(
-            seq=outcome.snapshot.seq, changed=bool(outcome.entries) and not outcome.duplicate
+            seq=outcome.snapshot.seq, changed=bool(outcome.entries) and not outcome.duplicate,
+            server_time_ms=self._clock(),
         )
         if outcome.entries:
             reply.event.CopyFrom(outcome.entries[0].event)
@@ -407,7 +422,11 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         self, request: game_pb2.ExportLogRequest, context: grpc.aio.ServicerContext
     ) -> game_pb2.ExportLogResponse:
         identity = current_identity()
-        snapshot = await self.repository.refresh(_check_game_id(request.game_id))
+        snapshot = await self.repository.refresh(check_game_id(request.game_id))
+        # The whole log shows every hand: a player outside a private match may not take it,
+        # as they may not watch or replay it.
+        await self._check_spectator(identity, snapshot.game_id,
+                                    viewer_seat(snapshot, identity, None))
         if not snapshot.is_over and identity.role is not Role.ADMIN:
             raise ServiceError(
                 grpc.StatusCode.FAILED_PRECONDITION, Reason.GAME_NOT_OVER,

@@ -15,6 +15,19 @@ by the feed, and a slow poll of the store backs the bus up (once per game, not p
 so a stream never stalls on an event the bus failed to carry. A stream that falls behind
 the window (a client not reading) reads what it missed from the store. A stream ends after
 the match's final event (the one revealing the server seed).
+
+Whose turn (game.proto "Whose turn"): the feed folds the game's state along its entries,
+once per event for all its streams, starting from the state a Subscribe call loaded (the
+log's head when the stream began). Only the last event of a command's batch leaves the
+game waiting for a seat (after the fourth card of a trick the rules take the trick in the
+same batch), so the feed tells the turn after an event it knows to end a batch: one
+followed by an event that records a command (``command_for``), the match's final event, or
+the store's head (a batch is appended at once, so the head always ends one). A live event
+therefore costs the feed one store read per batch (the rest of the batch comes with it),
+not one per event or per stream. Each such response says who acts next, and in the
+projection of the seat to act it carries that seat's view: made with the response, once
+per event and projection like the redaction. Older events a stream replays from the log
+carry no turn (the newest one tells it).
 """
 
 from __future__ import annotations
@@ -25,11 +38,13 @@ import contextlib
 import itertools
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 from dast.v1 import game_pb2, log_pb2
 from engine.core.protocol import Game
+from services.game.turns import NextToAct, fill_turn, next_to_act
 from services.platform.bus import Bus, LiveStream
+from services.platform.clock import wall_clock_ms
 from services.platform.store import EventStore
 
 log = logging.getLogger(__name__)
@@ -80,6 +95,12 @@ class _Feed:
             maxlen=feeds.window_entries
         )
         self._responses: dict[int, dict[Seat, game_pb2.SubscribeResponse]] = {}
+        self._states: dict[int, Any] = {}
+        """The game's state after each seq the feed can tell the turn of (see module doc)."""
+        self._next: dict[int, NextToAct] = {}
+        """Who acts after each seq of ``_states``, worked out once per event."""
+        self._batch_ends: set[int] = set()
+        """The seqs known to end a command's batch (the game then waits for a seat)."""
         self._waiters: set[asyncio.Future[None]] = set()
         self.streams = 0
         self.ready = asyncio.Event()
@@ -116,20 +137,63 @@ class _Feed:
         return list(itertools.islice(self._window, cursor + 1 - first, None))
 
     def response(self, entry: log_pb2.LogEntry, seat: Seat) -> game_pb2.SubscribeResponse:
-        """``entry`` as ``seat`` receives it, redacted once per projection while in the
-        window. Shared between streams: never mutate it."""
+        """``entry`` as ``seat`` receives it, redacted (and its turn told) once per
+        projection while in the window. Shared between streams: never mutate it."""
         by_seat = self._responses.get(entry.event.seq)
         if by_seat is None:
-            return game_pb2.SubscribeResponse(
-                event=self.game.redact(entry.event, seat), hash=entry.hash
-            )
+            return self._made(entry, seat)
         response = by_seat.get(seat)
         if response is None:
-            response = game_pb2.SubscribeResponse(
-                event=self.game.redact(entry.event, seat), hash=entry.hash
-            )
+            response = self._made(entry, seat)
             by_seat[seat] = response
         return response
+
+    def _made(self, entry: log_pb2.LogEntry, seat: Seat) -> game_pb2.SubscribeResponse:
+        response = game_pb2.SubscribeResponse(
+            event=self.game.redact(entry.event, seat), hash=entry.hash,
+            server_time_ms=self._feeds.clock(),
+        )
+        state = self._state_after(entry) if entry.event.seq in self._batch_ends else None
+        if state is not None:
+            seats = self._next.get(entry.event.seq)
+            if seats is None:
+                seats = self._next[entry.event.seq] = next_to_act(self.game, state)
+            fill_turn(response, self.game, state, seat, seats, always_view=False)
+        return response
+
+    def know(self, seq: int, state: Any) -> None:
+        """Start (or keep) folding the game's state from ``state``, the state after ``seq``
+        (a Subscribe call's snapshot), unless the window has moved past it."""
+        if seq in self._states or seq < self.last - self._feeds.window_entries:
+            return
+        self._states[seq] = state
+        self._batch_ends.add(seq)  # a snapshot is of the store's head: a batch's end
+        for entry in self._window:  # the window may be ahead of the snapshot: fold on
+            if entry.event.seq > seq:
+                self._state_after(entry)
+
+    def absorb(self, entries: list[log_pb2.LogEntry]) -> None:
+        """Take the entries a stream read from the store (up to its head) that the feed
+        has not seen yet, so that their turns are told."""
+        self._add(entries, tail_ends_batch=True)
+
+    def _state_after(self, entry: log_pb2.LogEntry) -> Any | None:
+        """The state after ``entry``, folded from the one before it when known (entries
+        reach the feed and its streams in order); None when the feed cannot tell."""
+        seq = entry.event.seq
+        state = self._states.get(seq)
+        if state is not None:
+            return state
+        before = self._states.get(seq - 1)
+        if before is None:
+            return None
+        try:
+            state = self.game.evolve(before, entry.event)
+        except Exception as error:  # never stop a feed over the turn: streams go on without
+            log.warning("feed %s: cannot fold seq %d: %r", self.game_id, seq, error)
+            return None
+        self._states[seq] = state
+        return state
 
     async def changed(self) -> None:
         """Return after the next entry arrives.
@@ -148,21 +212,41 @@ class _Feed:
 
     # ---- the one follower per game ----------------------------------------------------
 
-    def _add(self, entries: list[log_pb2.LogEntry]) -> None:
+    def _add(self, entries: list[log_pb2.LogEntry], *, tail_ends_batch: bool) -> None:
+        """Append the entries that follow the window; ``tail_ends_batch``: the last of
+        ``entries`` is known to end its batch (it was the store's head)."""
         added = False
-        for entry in entries:
-            if entry.event.seq != self.last + 1 or self.ended:
+        for index, entry in enumerate(entries):
+            seq = entry.event.seq
+            if seq != self.last + 1 or self.ended:
                 continue
             if len(self._window) == self._window.maxlen:
-                self._responses.pop(self._window[0].event.seq, None)
+                oldest = self._window[0].event.seq
+                self._responses.pop(oldest, None)
+                for old in (oldest - 1, oldest):
+                    self._states.pop(old, None)
+                    self._next.pop(old, None)
+                    self._batch_ends.discard(old)
+            final = self.game.revealed_seed(entry.event) is not None
+            following = entries[index + 1] if index + 1 < len(entries) else None
+            if final or (tail_ends_batch if following is None else self._starts_batch(following)):
+                self._batch_ends.add(seq)
+            self._state_after(entry)  # once per event, whether or not a stream reads it
             self._window.append(entry)
-            self._responses[entry.event.seq] = {}
-            self.last = entry.event.seq
+            self._responses[seq] = {}
+            self.last = seq
             added = True
-            if self.game.revealed_seed(entry.event) is not None:
-                self.final_seq = entry.event.seq
+            if final:
+                self.final_seq = seq
         if added:
             self._wake()
+
+    def _starts_batch(self, entry: log_pb2.LogEntry) -> bool:
+        """Whether ``entry`` records a command (the first event of a command's batch)."""
+        try:
+            return self.game.command_for(entry.event) is not None
+        except Exception:  # an event the game cannot read back: the turn goes untold
+            return False
 
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, set()
@@ -187,7 +271,7 @@ class _Feed:
             with contextlib.suppress(Exception):
                 await live.ensure_subscribed()
             self.ready.set()
-            self._add(await self._load())
+            self._add(await self._load(), tail_ends_batch=True)
             waits = _poll_waits(self._feeds.poll_seconds)
             while not self.ended:
                 done, _ = await asyncio.wait({pending}, timeout=next(waits))
@@ -195,7 +279,7 @@ class _Feed:
                 if done and live_entry is None:
                     pending = asyncio.get_running_loop().create_future()  # live feed gone: poll
                 if live_entry is None:
-                    self._add(await self._load())
+                    self._add(await self._load(), tail_ends_batch=True)
                     continue
                 pending = asyncio.ensure_future(_next_live(live))
                 waits = _poll_waits(self._feeds.poll_seconds)
@@ -204,10 +288,13 @@ class _Feed:
                 if self._feeds.on_live is not None:
                     with contextlib.suppress(Exception):  # a metric never stops a feed
                         self._feeds.on_live(live_entry)
-                if live_entry.event.seq == self.last + 1:
-                    self._add([live_entry])
-                else:
-                    self._add(await self._load())
+                # The store has the live entry and the rest of its batch (appended at once):
+                # reading it tells where the batch ends. Store down: the entry goes on alone.
+                stored = await self._load()
+                if stored:
+                    self._add(stored, tail_ends_batch=True)
+                elif live_entry.event.seq == self.last + 1:
+                    self._add([live_entry], tail_ends_batch=False)
         finally:
             self.ready.set()
             self._wake()
@@ -236,10 +323,13 @@ class GameFeeds:
         on_live: Callable[[log_pb2.LogEntry], None] | None = None,
         poll_seconds: tuple[float, ...] = POLL_SECONDS,
         window_entries: int = WINDOW_ENTRIES,
+        clock: Callable[[], int] = wall_clock_ms,
     ) -> None:
         self.store = store
         self.bus = bus
         self.on_live = on_live
+        self.clock = clock
+        """The server's clock, for ``server_time_ms`` (milliseconds)."""
         self.poll_seconds = poll_seconds
         self.window_entries = window_entries
         self._feeds: dict[str, _Feed] = {}
@@ -250,17 +340,22 @@ class GameFeeds:
         return len(self._feeds)
 
     def responses_after(
-        self, game: Game, game_id: str, after_seq: int, seat: Seat, *, head_seq: int | None = None
+        self, game: Game, game_id: str, after_seq: int, seat: Seat, *,
+        head_seq: int | None = None, head_state: Any | None = None,
     ) -> AsyncGenerator[game_pb2.SubscribeResponse, None]:
         """Every entry of ``game_id`` after ``after_seq`` as ``seat`` sees it, stored then
         live, each seq once; ``head_seq`` (the game's seq when the call began, if known)
-        spares a new feed reading the store from ``after_seq``.
+        spares a new feed reading the store from ``after_seq``, and ``head_state`` (the
+        state after ``head_seq``) lets the responses from ``head_seq`` on say whose turn
+        it is.
 
         :raises GameNotFound: if the game does not exist.
         """
+        head = None if head_seq is None or head_state is None else (head_seq, head_state)
         # One generator, not one wrapping another: every layer costs each stream each event.
         return self._entries(
-            game, game_id, after_seq, head_seq, lambda entry, feed: feed.response(entry, seat)
+            game, game_id, after_seq, head_seq, lambda entry, feed: feed.response(entry, seat),
+            head=head,
         )
 
     def entries_after(
@@ -275,17 +370,22 @@ class GameFeeds:
     async def _entries(
         self, game: Game, game_id: str, after_seq: int, head_seq: int | None,
         convert: Callable[[log_pb2.LogEntry, _Feed], _Sent],
+        *, head: tuple[int, Any] | None = None,
     ) -> AsyncGenerator[_Sent, None]:
         feed = self._feeds.get(game_id)
         if feed is None or (feed.stopped and not feed.ended):  # none yet, or a failed one
             start = after_seq if head_seq is None else min(after_seq, head_seq)
             feed = _Feed(self, game, game_id, start)
             self._feeds[game_id] = feed
+        if head is not None:
+            feed.know(*head)
         feed.streams += 1
         try:
             await feed.ready.wait()
             cursor = after_seq
-            for entry in await asyncio.to_thread(self.store.load, game_id, cursor):
+            stored = await asyncio.to_thread(self.store.load, game_id, cursor)
+            feed.absorb(stored)  # entries newer than the feed's: their turns get told
+            for entry in stored:
                 yield convert(entry, feed)
                 cursor = entry.event.seq
                 if game.revealed_seed(entry.event) is not None:

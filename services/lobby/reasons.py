@@ -1,8 +1,10 @@
-"""The lobby's stable error reasons (``ErrorInfo.reason``), as the game service has
+"""The lobby's stable error reasons, as the game service has
 :class:`services.platform.errors.Reason`.
 
-A reason never changes once shipped; the lobby answers shared ones (``invalid_request``,
-``not_seated``, ``unknown_game_type``) with the same strings as the other services.
+Each travels in ``ErrorInfo.reason`` as its ``dast.v1.ErrorReason`` value's name
+(``table_full`` → ``ERROR_REASON_TABLE_FULL``, protos/dast/v1/errors.proto). A reason never
+changes once shipped; the lobby answers shared ones (``invalid_request``, ``not_seated``,
+``unknown_game_type``) with the same values as the other services.
 """
 
 from __future__ import annotations

@@ -179,14 +179,15 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
             self.tables.store.guest, device_id, display_name, f"g-{uuid.uuid4().hex[:16]}",
         )
         token = mint_token(self._secret, player_id, Role.PLAYER, ttl_seconds=self._ttl)
+        now = self._clock()
         return lobby_pb2.SignInGuestResponse(
             player_id=player_id, display_name=name, token=token,
-            expires_at_ms=self._clock() + self._ttl * 1000,
+            expires_at_ms=now + self._ttl * 1000, server_time_ms=now,
         )
 
     async def CreateTable(
         self, request: lobby_pb2.CreateTableRequest, context: grpc.aio.ServicerContext
-    ) -> lobby_pb2.Table:
+    ) -> lobby_pb2.CreateTableResponse:
         player = current_identity().player_id
         name = await asyncio.to_thread(self.tables.store.name_of, player)
         change = tables.new_table(
@@ -194,7 +195,7 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
         )
         table = await self.tables.create(change)
         _log.info("table_created", table_id=table.table_id, host=player)
-        return table
+        return lobby_pb2.CreateTableResponse(table=table)
 
     async def ListTables(
         self, request: lobby_pb2.ListTablesRequest, context: grpc.aio.ServicerContext
@@ -210,17 +211,17 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
 
     async def GetTable(
         self, request: lobby_pb2.GetTableRequest, context: grpc.aio.ServicerContext
-    ) -> lobby_pb2.Table:
+    ) -> lobby_pb2.GetTableResponse:
         player = current_identity().player_id
         if request.table_id:
             table = await self.tables.get(request.table_id)
         else:
             table = await asyncio.to_thread(self.tables.store.by_game, request.game_id)
-        return tables.for_viewer(table, player)
+        return lobby_pb2.GetTableResponse(table=tables.for_viewer(table, player))
 
     async def JoinTable(
         self, request: lobby_pb2.JoinTableRequest, context: grpc.aio.ServicerContext
-    ) -> lobby_pb2.Table:
+    ) -> lobby_pb2.JoinTableResponse:
         player = current_identity().player_id
         table_id = request.table_id
         if not table_id:
@@ -239,17 +240,17 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
             table_id, lambda table: tables.join(table, player, name, seat)
         )
         await self._record_seat_control(joined, player, log_pb2.SEAT_CONTROL_REASON_REJOINED)
-        return joined
+        return lobby_pb2.JoinTableResponse(table=joined)
 
     async def LeaveTable(
         self, request: lobby_pb2.LeaveTableRequest, context: grpc.aio.ServicerContext
-    ) -> lobby_pb2.Table:
+    ) -> lobby_pb2.LeaveTableResponse:
         player = current_identity().player_id
         table = await self.tables.apply(
             request.table_id, lambda table: tables.leave(table, player)
         )
         await self._record_seat_control(table, player, log_pb2.SEAT_CONTROL_REASON_LEFT)
-        return tables.for_viewer(table, player)
+        return lobby_pb2.LeaveTableResponse(table=tables.for_viewer(table, player))
 
     async def _record_seat_control(self, table: lobby_pb2.Table, player: str,
                                    reason: int) -> None:
@@ -274,32 +275,36 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
 
     async def ChooseSeat(
         self, request: lobby_pb2.ChooseSeatRequest, context: grpc.aio.ServicerContext
-    ) -> lobby_pb2.Table:
+    ) -> lobby_pb2.ChooseSeatResponse:
         player = current_identity().player_id
-        return await self.tables.apply(
+        return lobby_pb2.ChooseSeatResponse(table=await self.tables.apply(
             request.table_id, lambda table: tables.choose_seat(table, player, request.seat)
-        )
+        ))
 
     async def AddBot(
         self, request: lobby_pb2.AddBotRequest, context: grpc.aio.ServicerContext
-    ) -> lobby_pb2.Table:
+    ) -> lobby_pb2.AddBotResponse:
         player = current_identity().player_id
-        return await self.tables.apply(
+        return lobby_pb2.AddBotResponse(table=await self.tables.apply(
             request.table_id,
             lambda table: tables.add_bot(table, player, request.seat, request.level),
-        )
+        ))
 
     async def StartGame(
         self, request: lobby_pb2.StartGameRequest, context: grpc.aio.ServicerContext
-    ) -> lobby_pb2.Table:
+    ) -> lobby_pb2.StartGameResponse:
         player = current_identity().player_id
-        return await self._start(request.table_id, player, tables.start)
+        return lobby_pb2.StartGameResponse(
+            table=await self._start(request.table_id, player, tables.start)
+        )
 
     async def Rematch(
         self, request: lobby_pb2.RematchRequest, context: grpc.aio.ServicerContext
-    ) -> lobby_pb2.Table:
+    ) -> lobby_pb2.RematchResponse:
         player = current_identity().player_id
-        return await self._start(request.table_id, player, tables.rematch)
+        return lobby_pb2.RematchResponse(
+            table=await self._start(request.table_id, player, tables.rematch)
+        )
 
     async def _start(
         self, table_id: str, player: str,
@@ -327,7 +332,10 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
 
     async def QuickMatch(
         self, request: lobby_pb2.QuickMatchRequest, context: grpc.aio.ServicerContext
-    ) -> lobby_pb2.Table:
+    ) -> lobby_pb2.QuickMatchResponse:
+        return lobby_pb2.QuickMatchResponse(table=await self._quick_match(request))
+
+    async def _quick_match(self, request: lobby_pb2.QuickMatchRequest) -> lobby_pb2.Table:
         player = current_identity().player_id
         name = await asyncio.to_thread(self.tables.store.name_of, player)
         settings = tables.quick_match_settings(request.game_type, requested_players(request))
@@ -351,16 +359,16 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
 
     async def WatchTable(
         self, request: lobby_pb2.WatchTableRequest, context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[lobby_pb2.TableUpdate]:
+    ) -> AsyncIterator[lobby_pb2.WatchTableResponse]:
         player = current_identity().player_id
         table_id = request.table_id
         wake = self.tables.watchers.register(table_id)
         try:
             table = await self.tables.get(table_id)
-            yield lobby_pb2.TableUpdate(
+            yield lobby_pb2.WatchTableResponse(update=lobby_pb2.TableUpdate(
                 kind=lobby_pb2.TABLE_UPDATE_KIND_SNAPSHOT, version=table.version,
                 at_ms=self._clock(), table=tables.for_viewer(table, player),
-            )
+            ))
             version = table.version
             while True:
                 raise_if_cancelling()  # wait_for below may swallow a client's cancel (3.11)
@@ -372,7 +380,7 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
                     table = tables.for_viewer(await self.tables.get(table_id), player)
                 for item in updates:
                     item.table.CopyFrom(table)
-                    yield item
+                    yield lobby_pb2.WatchTableResponse(update=item)
                     version = item.version
                 if not updates:
                     with contextlib.suppress(TimeoutError):

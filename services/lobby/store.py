@@ -30,21 +30,18 @@ from sqlalchemy import (
     Index,
     LargeBinary,
     String,
-    create_engine,
-    event,
     func,
     insert,
     select,
     update,
 )
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import registry
-from sqlalchemy.pool import StaticPool
 from sqlmodel import Field, SQLModel
 
 from dast.v1 import lobby_pb2
 from services.lobby.tables import Update
+from services.platform.sql_engine import open_sql_engine
 
 _TABLE_STATUSES_OPEN = (lobby_pb2.TABLE_STATUS_WAITING,)
 
@@ -125,30 +122,7 @@ class StaleTable(LobbyStoreError):
 
 
 def _engine(url: str) -> Engine:
-    backend = make_url(url).get_backend_name()
-    if backend == "postgresql":
-        return create_engine(url, pool_pre_ping=True)
-    if backend != "sqlite":
-        raise ValueError(f"unsupported lobby store URL {make_url(url)!r}")
-    in_memory = make_url(url).database in (None, "", ":memory:")
-    engine = create_engine(
-        url, connect_args={"check_same_thread": False, "timeout": 30},
-        poolclass=StaticPool if in_memory else None,
-    )
-
-    @event.listens_for(engine, "connect")
-    def _configure(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA busy_timeout=30000")
-        cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _begin_immediate(connection: Connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
-
-    return engine
+    return open_sql_engine(url, owner="lobby")
 
 
 def _table(body: bytes) -> lobby_pb2.Table:

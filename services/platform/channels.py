@@ -18,7 +18,12 @@ CHANNEL_OPTIONS: Final = (
     # A killed replica's address is retried quickly once it listens again.
     ("grpc.initial_reconnect_backoff_ms", 200),
     ("grpc.max_reconnect_backoff_ms", 2_000),
-    ("grpc.keepalive_time_ms", 30_000),
+    # A replica that froze (a long pause, a starved VM) keeps its connections open but
+    # answers nothing: pings find it within seconds, and round_robin stops sending it calls
+    # until it answers again. The servers accept pings this often (server.py).
+    ("grpc.keepalive_time_ms", 5_000),
+    ("grpc.keepalive_timeout_ms", 2_000),
+    ("grpc.keepalive_permit_without_calls", 1),
 )
 
 

@@ -97,7 +97,8 @@ class Settings(BaseSettings):
     """Port of the Prometheus HTTP endpoint; 0: no endpoint."""
     metrics_host: str = "127.0.0.1"
     services: str = "all"
-    """Comma-separated services this process runs: all, or some of game, lobby, bot."""
+    """Comma-separated services this process runs: all, or some of game, lobby, bot,
+    tournament."""
     max_message_bytes: int = Field(default=64 * 1024, ge=1024)
     """Largest request accepted; bigger ones get RESOURCE_EXHAUSTED."""
     log_level: str = "info"
@@ -105,6 +106,9 @@ class Settings(BaseSettings):
     token_ttl_seconds: int = 24 * 3600
     presence_grace_seconds: float = 15.0
     """How long a player's game stream may be gone before a bot takes the seat."""
+    presence_heartbeat_seconds: float = Field(default=5.0, gt=0)
+    """How often a game replica reports its players' streams to the presence board; a
+    replica silent for three periods counts as gone (its streams with it)."""
     limit_streams_per_player: int = Field(default=32, ge=1)
     """Open game and table streams one player may hold on one process (limits.py)."""
     limit_calls_per_second: float = Field(default=50.0, gt=0)

@@ -1,9 +1,13 @@
 """Errors as gRPC statuses carrying ``google.rpc.Status`` details.
 
 Every failure leaves the server as a standard status code plus a ``google.rpc.ErrorInfo``
-with ``domain = "dast"`` and a stable ``reason`` (the engine's violation code, or one of
-:class:`Reason` for failures outside the rules); this module is the one place that maps
-exceptions to statuses::
+with ``domain = "dast.dev"`` and a stable ``reason``; this module is the one place that maps
+exceptions to statuses. Inside the services a reason is a code in lower snake case (the
+engine's violation code, or one of :class:`Reason` for failures outside the rules); on the
+wire it is the name of the matching ``dast.v1.ErrorReason`` value (protos/dast/v1/errors.proto),
+``"ERROR_REASON_" + code.upper()`` (:func:`wire_reason`). The enum lists every code the
+engines and services have; a code it lacks (a game registered at run time with codes of its
+own) travels as ``ERROR_REASON_UNLISTED`` with the code in ``ErrorInfo.metadata["code"]``::
 
     ServiceError(code, reason)  → code                 reason = a Reason (or a service's)
     InvalidCommand              → INVALID_ARGUMENT     reason = the engine code
@@ -11,6 +15,7 @@ exceptions to statuses::
     GameNotFound                → NOT_FOUND            game_not_found
     GameExists                  → ALREADY_EXISTS       game_exists
     ConcurrencyConflict         → ABORTED              concurrent_command
+    the database unreachable    → UNAVAILABLE          store_unavailable (+ RetryInfo)
     a type in map_exception()   → its code             its reason (a service's own errors)
     anything else               → INTERNAL             internal, message
                                                        "internal error (ref <id>)"
@@ -24,20 +29,32 @@ Refusals with a retry time (limits) also carry ``google.rpc.RetryInfo``.
 from __future__ import annotations
 
 import secrets
+import sqlite3
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Final, NoReturn
 
 import grpc
+import psycopg
+import sqlalchemy.exc
 import structlog
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
+from dast.v1 import errors_pb2
 from engine.core.errors import InvalidCommand, RuleViolation
 from services.platform.store import ConcurrencyConflict, GameExists, GameNotFound
 
-DOMAIN: Final = "dast"
+DOMAIN: Final = "dast.dev"
+"""``ErrorInfo.domain`` of every error a dast server sends."""
+WIRE_PREFIX: Final = "ERROR_REASON_"
+"""The prefix of every ``ErrorReason`` value's name (buf's enum value prefix)."""
+UNLISTED: Final = "ERROR_REASON_UNLISTED"
+"""The wire reason of a code ``ErrorReason`` does not list (its code in ``metadata``)."""
+_WIRE_NAMES: Final = frozenset(errors_pb2.ErrorReason.keys())
+STORE_RETRY_SECONDS: Final = 1.0
+"""The RetryInfo delay of a call that met the database unreachable."""
 _log = structlog.get_logger(component="errors")
 
 
@@ -69,6 +86,8 @@ class Reason(StrEnum):
     RATE_LIMITED = "rate_limited"
     TOO_MANY_STREAMS = "too_many_streams"
     INTERNAL = "internal"
+    STORE_UNAVAILABLE = "store_unavailable"
+    """The database was unreachable for a moment (restart, fail-over): retry the same call."""
 
 
 class ServiceError(Exception):
@@ -115,11 +134,39 @@ def known_error(exc: BaseException) -> ServiceError | None:
         return ServiceError(grpc.StatusCode.INVALID_ARGUMENT, exc.code, exc.message)
     if isinstance(exc, RuleViolation):
         return ServiceError(grpc.StatusCode.FAILED_PRECONDITION, exc.code, exc.message)
+    if _is_store_outage(exc):
+        _log.warning("store_unavailable", error_type=type(exc).__name__)
+        return ServiceError(grpc.StatusCode.UNAVAILABLE, Reason.STORE_UNAVAILABLE,
+                            "the game store is unreachable for a moment; retry the call "
+                            "(a command with the same command_id is applied once)",
+                            retry_after=STORE_RETRY_SECONDS)
     for kind in type(exc).__mro__:
         mapped = _MAPPED.get(kind)
         if mapped is not None:
             return ServiceError(mapped[0], mapped[1], str(exc))
     return None
+
+
+def _is_store_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` is the database going away (a lost or refused connection, a server
+    shutting down, SQLite busy) rather than a fault of the code: such a call is worth
+    retrying. The store's writer holds raw driver connections, so the driver's own errors
+    count as well as SQLAlchemy's wrappers of them."""
+    if isinstance(exc, sqlalchemy.exc.DBAPIError):
+        if exc.connection_invalidated:
+            return True
+        if isinstance(exc.orig, sqlite3.OperationalError):
+            return _sqlite_busy(exc.orig)
+        return isinstance(exc, sqlalchemy.exc.OperationalError)
+    if isinstance(exc, psycopg.OperationalError):
+        return True
+    return isinstance(exc, sqlite3.OperationalError) and _sqlite_busy(exc)
+
+
+def _sqlite_busy(exc: sqlite3.OperationalError) -> bool:
+    """SQLite's transient errors (another writer holds the file) among its operational ones
+    (which also cover faults of the code, such as a missing table)."""
+    return "locked" in str(exc) or "busy" in str(exc)
 
 
 def internal_error(exc: BaseException, **log_fields: Any) -> ServiceError:
@@ -141,13 +188,47 @@ def status_of(exc: BaseException) -> tuple[grpc.StatusCode, str, str]:
     return known.code, known.reason, known.message
 
 
+def wire_name(reason: str) -> str:
+    """The name ``reason`` (a code in lower snake case) has in ``dast.v1.ErrorReason``,
+    whether or not the enum lists it."""
+    return WIRE_PREFIX + reason.upper()
+
+
+def is_listed(reason: str) -> bool:
+    """Whether ``dast.v1.ErrorReason`` has a value for ``reason``."""
+    return wire_name(reason) in _WIRE_NAMES
+
+
+def wire_reason(reason: str) -> tuple[str, dict[str, str]]:
+    """(``ErrorInfo.reason``, extra ``ErrorInfo.metadata``) of a code: its ``ErrorReason``
+    value's name, or ``ERROR_REASON_UNLISTED`` with the code in ``metadata["code"]``."""
+    name = wire_name(reason)
+    if name in _WIRE_NAMES:
+        return name, {}
+    return UNLISTED, {"code": reason}
+
+
+def code_of_wire(reason: str, metadata: Mapping[str, str]) -> str:
+    """The code (lower snake case) an ``ErrorInfo`` reason names: the inverse of
+    :func:`wire_reason` (a reason without the enum's prefix is returned as it is)."""
+    if reason == UNLISTED:
+        return metadata.get("code", "")
+    if reason.startswith(WIRE_PREFIX):
+        return reason[len(WIRE_PREFIX):].lower()
+    return reason
+
+
 def rich_status(
     code: grpc.StatusCode, reason: str, message: str, *,
     metadata: Mapping[str, str] | None = None, retry_after: float | None = None,
 ) -> grpc.Status:
-    """A gRPC status whose details hold ``ErrorInfo(reason, domain="dast", metadata)``, and
-    ``RetryInfo`` when ``retry_after`` (seconds) is given."""
-    info = error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN, metadata=metadata or {})
+    """A gRPC status whose details hold ``ErrorInfo(wire reason, domain="dast.dev",
+    metadata)`` (:func:`wire_reason`), and ``RetryInfo`` when ``retry_after`` (seconds) is
+    given."""
+    name, extra = wire_reason(reason)
+    info = error_details_pb2.ErrorInfo(
+        reason=name, domain=DOMAIN, metadata={**(metadata or {}), **extra}
+    )
     details = [_packed(info)]
     if retry_after is not None:
         delay = duration_pb2.Duration()
@@ -196,9 +277,19 @@ def error_info_of(error: grpc.RpcError) -> error_details_pb2.ErrorInfo | None:
 
 
 def reason_of(error: grpc.RpcError) -> str | None:
-    """The ``ErrorInfo.reason`` a failed call carries (client side), if any."""
+    """The code (lower snake case, e.g. ``"not_your_turn"``) a failed call's ``ErrorInfo``
+    names (client side), if any: its wire reason read back (:func:`code_of_wire`)."""
     info = error_info_of(error)
-    return None if info is None else str(info.reason)
+    return None if info is None else code_of_wire(info.reason, info.metadata)
+
+
+def error_reason_of(error: grpc.RpcError) -> int:
+    """The ``dast.v1.ErrorReason`` value a failed call carries (client side);
+    ``ERROR_REASON_UNSPECIFIED`` when it carries none or one this code does not know."""
+    info = error_info_of(error)
+    if info is None or info.reason not in _WIRE_NAMES:
+        return errors_pb2.ERROR_REASON_UNSPECIFIED
+    return errors_pb2.ErrorReason.Value(info.reason)
 
 
 def retry_after_of(error: grpc.RpcError) -> float | None:

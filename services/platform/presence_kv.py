@@ -51,6 +51,8 @@ from services.platform.config import masked_url
 _log = logging.getLogger(__name__)
 
 DEFAULT_BUCKET: Final = "DAST_PRESENCE"
+REPLICA_ALIVE: Final = ""
+"""The game id of a replica's own heartbeat record (no real game id is empty)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,7 +438,18 @@ class PresenceReporter:
             if self._clock() >= next_beat:
                 next_beat = self._clock() + self.heartbeat_ms
                 games = set(self._open) | set(self._closed) | self._dirty
+                await self._announce_alive()
             else:
                 games = set(self._dirty)
             self._dirty.clear()
             await self.flush(games)
+
+    async def _announce_alive(self) -> None:
+        """This replica's own heartbeat, streams or not: while any replica is alive the
+        board is heard from, so a decider tells a replica that froze or died (its records
+        age) from the board being cut off (every record ages)."""
+        try:
+            await self.board.publish(PresenceRecord(REPLICA_ALIVE, self.replica_id,
+                                                    self._clock()))
+        except Exception:
+            _log.warning("presence heartbeat failed", exc_info=True)

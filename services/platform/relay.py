@@ -19,6 +19,17 @@ holding it). Otherwise this relay published the game's events itself and recorde
 no question to ask. Marks are written at least every ``mark_every_seconds`` within a pass,
 so that a crash leaves little to look up and nothing to resend. The in-process bus keeps no
 memory to ask, and needs none: its events die with the process that publishes them.
+
+Claims are short and renewed: a claim lasts ``lease_ms`` (a few seconds) and the relay
+extends the claims it still holds every third of that while it publishes them, so a pass
+that takes long keeps its games, while the games of a relay that died (SIGKILL) wait only
+one lease before another relay claims them (as interrupted: it looks before it publishes).
+
+A pass publishes up to ``publish_concurrency`` games at once (each game's events in seq
+order, one after the other): JetStream's acks of several games then come back together, so
+a pass costs far fewer round trips and wake-ups of the loop than one game at a time. When
+one of them fails, every game of that group whose publish did not finish is released as
+interrupted, since any of them may have reached the bus in part.
 """
 
 from __future__ import annotations
@@ -33,7 +44,7 @@ from collections.abc import Callable
 from typing import Any
 
 from services.platform.bus import Bus, RemembersPublished, game_type_name, raise_if_cancelling
-from services.platform.store import LogEntry, OutboxStore, Unrelayed
+from services.platform.store import RELAY_LEASE_MS, LogEntry, OutboxStore, Unrelayed
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +56,10 @@ class Relay:
     periodic poll (``poll_seconds``) picks up what other replicas appended or gave up on.
     ``mark_every_seconds`` bounds how long a pass goes without recording its progress;
     ``max_known_games`` how many games the relay remembers having settled with the bus
-    (a forgotten one costs one lookup).
+    (a forgotten one costs one lookup); ``lease_ms`` how long a claim lasts unless renewed
+    (see the module docstring); ``publish_concurrency`` how many games a pass publishes at
+    once; ``min_pass_seconds`` how soon a pass may follow one that relayed something (the
+    first pass after a quiet spell starts at once).
     """
 
     def __init__(
@@ -56,12 +70,16 @@ class Relay:
         poll_seconds: float = 1.0,
         max_games: int = 100,
         max_events: int = 500,
-        lease_ms: int = 30_000,
+        lease_ms: int = RELAY_LEASE_MS,
         min_backoff_seconds: float = 0.05,
         max_backoff_seconds: float = 5.0,
         mark_every_seconds: float = 1.0,
         max_known_games: int = 100_000,
+        publish_concurrency: int = 32,
+        min_pass_seconds: float = 0.005,
     ) -> None:
+        if lease_ms <= 0 or publish_concurrency <= 0:
+            raise ValueError("lease_ms and publish_concurrency must be positive")
         self._store = store
         self._bus = bus
         self._memory: RemembersPublished | None = (
@@ -87,6 +105,10 @@ class Relay:
         """How many claimed events a lookup found already on the bus (not published again)."""
         self.failures = 0
         """How many passes failed to publish (the bus was down)."""
+        self.renewals = 0
+        """How many times the relay extended the claims it held (slow passes only)."""
+        self._concurrency = publish_concurrency
+        self._min_pass = min_pass_seconds
 
     def notify(self) -> None:
         """Wake the relay now: something was appended."""
@@ -98,6 +120,7 @@ class Relay:
         while True:
             raise_if_cancelling()  # a cancel swallowed inside the bus still stops the relay
             self._wake.clear()
+            started = time.monotonic()
             try:
                 relayed = await self.relay_once()
             except Exception as error:  # the bus (or the store) is down: retry later
@@ -108,7 +131,13 @@ class Relay:
                 continue
             backoff = self._min_backoff
             if relayed:
-                continue  # there may be more behind what one pass claims
+                # There may be more behind what one pass claims. Under load, passes at most
+                # every min_pass_seconds: each then carries several commands' events, where
+                # back-to-back passes would each pay a claim and a mark for one or two.
+                pause = self._min_pass - (time.monotonic() - started)
+                if pause > 0:
+                    await asyncio.sleep(pause)
+                continue
             await self._wait_for_wake()
 
     async def _wait_for_wake(self) -> None:
@@ -124,7 +153,7 @@ class Relay:
         now, or found on the bus already: either way recorded as relayed).
 
         :raises Exception: what the bus raised; the claims it could not finish are released
-            (the one it failed on as interrupted: part of it may have reached the bus).
+            (those it was publishing as interrupted: part of them may have reached the bus).
         """
         claimed = await asyncio.to_thread(
             self._store.claim_unrelayed,
@@ -132,42 +161,99 @@ class Relay:
             max_events=self._max_events,
             lease_ms=self._lease_ms,
         )
+        if not claimed:
+            return 0
+        held = {game.game_id for game in claimed}
+        """The claims this pass still holds (renewed until marked or released)."""
+        renewing = asyncio.create_task(self._renew_while_held(held), name="relay-lease")
+        try:
+            return await self._relay_claimed(claimed, held)
+        finally:
+            renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewing
+
+    async def _relay_claimed(self, claimed: list[Unrelayed], held: set[str]) -> int:
         relayed = 0
         # Marks are written together (one store transaction), at least every mark_every.
         marks: list[tuple[str, int]] = []
         last_write = time.monotonic()
-        for index, game in enumerate(claimed):
+        for start in range(0, len(claimed), self._concurrency):
+            group = claimed[start : start + self._concurrency]
             try:
-                await self._publish(game)
-            except BaseException:
-                self._known.pop(game.game_id, None)
-                await asyncio.shield(self._finish(marks, claimed[index:]))
+                outcomes = await asyncio.gather(
+                    *(self._publish(game) for game in group), return_exceptions=True
+                )
+            except BaseException:  # cancelled while the group was publishing
+                for game in group:
+                    self._known.pop(game.game_id, None)
+                await asyncio.shield(self._finish(marks, group, claimed[start + len(group) :],
+                                                  held))
                 raise
-            relayed += len(game.entries)
-            if game.entries:
-                marks.append((game.game_id, game.entries[-1].event.seq))
+            failed: list[Unrelayed] = []
+            for game, outcome in zip(group, outcomes, strict=True):
+                if isinstance(outcome, BaseException):
+                    self._known.pop(game.game_id, None)
+                    failed.append(game)
+                    continue
+                relayed += len(game.entries)
+                if game.entries:
+                    marks.append((game.game_id, game.entries[-1].event.seq))
+            if failed:
+                await asyncio.shield(
+                    self._finish(marks, failed, claimed[start + len(group) :], held)
+                )
+                error = next(outcome for outcome in outcomes if isinstance(outcome, BaseException))
+                raise error
             if marks and time.monotonic() - last_write >= self._mark_every:
-                await asyncio.shield(self._finish(marks, []))
+                await asyncio.shield(self._finish(marks, [], [], held))
                 marks, last_write = [], time.monotonic()
-        await self._finish(marks, [])
+        await self._finish(marks, [], [], held)
         return relayed
 
-    async def _finish(self, marks: list[tuple[str, int]], unfinished: list[Unrelayed]) -> None:
+    async def _renew_while_held(self, held: set[str]) -> None:
+        """Extend this pass's claims every third of a lease while it holds any (cancelled
+        when the pass ends). A renewal that fails is retried at the next tick: the claims
+        stay valid for the rest of their lease meanwhile."""
+        interval = self._lease_ms / 3000
+        while True:
+            await asyncio.sleep(interval)
+            if not held:
+                continue
+            try:
+                await asyncio.to_thread(
+                    self._store.renew_claims, sorted(held), lease_ms=self._lease_ms
+                )
+                self.renewals += 1
+            except Exception as error:  # the store is down: the lease may lapse, see above
+                log.warning("renewing the relay's claims failed: %r", error)
+
+    async def _finish(
+        self,
+        marks: list[tuple[str, int]],
+        doubtful: list[Unrelayed],
+        unfinished: list[Unrelayed],
+        held: set[str],
+    ) -> None:
         """Mark what reached the bus as relayed and release the claims not published.
 
-        ``unfinished[0]`` is the game whose publish failed: it is released as interrupted,
-        like any game whose claim already was (that doubt must outlive this claim).
+        ``doubtful`` games were being published when the pass stopped: they are released as
+        interrupted, like any ``unfinished`` game whose claim already was (that doubt must
+        outlive this claim); the other ``unfinished`` games were never touched.
         """
         if marks:
             await asyncio.to_thread(self._store.mark_relayed_many, marks)
-        doubtful = [game.game_id for game in unfinished[:1]] + [
-            game.game_id for game in unfinished[1:] if game.interrupted
+            held.difference_update(game_id for game_id, _ in marks)
+        interrupted = [game.game_id for game in doubtful] + [
+            game.game_id for game in unfinished if game.interrupted
         ]
-        untouched = [game.game_id for game in unfinished[1:] if not game.interrupted]
-        if doubtful:
-            await asyncio.to_thread(self._store.release, doubtful, interrupted=True)
+        untouched = [game.game_id for game in unfinished if not game.interrupted]
+        if interrupted:
+            await asyncio.to_thread(self._store.release, interrupted, interrupted=True)
         if untouched:
             await asyncio.to_thread(self._store.release, untouched)
+        held.difference_update(interrupted)
+        held.difference_update(untouched)
 
     async def _publish(self, game: Unrelayed) -> None:
         """Publish what the bus lacks of ``game``'s claimed entries."""

@@ -2,7 +2,9 @@
 
 Keepalive options let mobile clients keep idle connections alive with pings (at most
 one every 10 s, with or without calls in flight) instead of being cut off with
-``GOAWAY too_many_pings``. Requests larger than ``max_message_bytes`` are refused with
+``GOAWAY too_many_pings``; pings more often than that are tolerated too (no strike limit),
+so the services' own channels ping every 5 s to find a frozen replica quickly
+(:mod:`services.platform.channels`). Requests larger than ``max_message_bytes`` are refused with
 RESOURCE_EXHAUSTED before any handler runs.
 
 Every call then passes the stages of :class:`DastInterceptor`, in this order:

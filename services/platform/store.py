@@ -76,6 +76,12 @@ class AppendResult:
     """True when the ``command_id`` had been seen: nothing was appended."""
 
 
+RELAY_LEASE_MS = 5_000
+"""How long a relay's claim on a game's outbox lasts unless renewed (the relay renews its
+claims while it holds them): after a relay dies, its games wait at most this long before
+another relay publishes them."""
+
+
 @dataclass(frozen=True)
 class Unrelayed:
     """A game's events that the relay has claimed and must publish, in seq order."""
@@ -202,13 +208,22 @@ class OutboxStore(EventStore, Protocol):
     """An event store that also tracks which events the relay still has to publish."""
 
     def claim_unrelayed(
-        self, *, max_games: int = 100, max_events: int = 500, lease_ms: int = 30_000
+        self, *, max_games: int = 100, max_events: int = 500, lease_ms: int = RELAY_LEASE_MS
     ) -> list[Unrelayed]:
         """Claim up to ``max_games`` games with unrelayed events (not claimed by anyone else).
 
-        A claim lasts ``lease_ms`` unless :meth:`mark_relayed` or :meth:`release` ends it, so a
-        relay that dies holding a claim delays its games by at most the lease; the next claim
-        of such a game says so (:attr:`Unrelayed.interrupted`).
+        A claim lasts ``lease_ms`` unless :meth:`renew_claims` extends it or
+        :meth:`mark_relayed` or :meth:`release` ends it, so a relay that dies holding a claim
+        delays its games by at most the lease; the next claim of such a game says so
+        (:attr:`Unrelayed.interrupted`).
+        """
+        ...
+
+    def renew_claims(self, game_ids: Sequence[str], *, lease_ms: int = RELAY_LEASE_MS) -> None:
+        """Extend to ``lease_ms`` from now the claims on ``game_ids`` that are still running.
+
+        A claim already ended (marked, released) or run out is left alone, so a renewal that
+        arrives late never revives a claim nor keeps a dead relay's games from the others.
         """
         ...
 
@@ -425,7 +440,7 @@ class MemoryEventStore:
         """Nothing to release."""
 
     def claim_unrelayed(
-        self, *, max_games: int = 100, max_events: int = 500, lease_ms: int = 30_000
+        self, *, max_games: int = 100, max_events: int = 500, lease_ms: int = RELAY_LEASE_MS
     ) -> list[Unrelayed]:
         """See :meth:`OutboxStore.claim_unrelayed`."""
         now = now_ms()
@@ -462,6 +477,15 @@ class MemoryEventStore:
         with self._lock:
             for game_id in game_ids:
                 self._game(game_id).lease_until_ms = INTERRUPTED_LEASE_MS if interrupted else 0
+
+    def renew_claims(self, game_ids: Sequence[str], *, lease_ms: int = RELAY_LEASE_MS) -> None:
+        """See :meth:`OutboxStore.renew_claims`."""
+        now = now_ms()
+        with self._lock:
+            for game_id in game_ids:
+                game = self._games.get(game_id)
+                if game is not None and game.lease_until_ms > now:
+                    game.lease_until_ms = now + lease_ms
 
 
 def open_store(url: str | None) -> OutboxStore:

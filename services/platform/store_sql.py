@@ -12,7 +12,8 @@ GroupWriter`: one thread with its own DBAPI connection running pre-built SQL, wh
 the writes queued meanwhile together (group commit). An append is one read of the game's
 head (with the command's earlier result, if any; ``FOR UPDATE`` on PostgreSQL) and three
 writes: the events (one ``executemany``), the command, and the head moved under an
-``last_seq`` guard. Reads and the relay's outbox go through SQLAlchemy Core.
+``last_seq`` guard; on PostgreSQL the three writes are one statement and a batch reads the
+heads of all its appends in one statement. Reads and the relay's outbox go through SQLAlchemy Core.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from services.platform.clock import wall_clock_ms as now_ms
 from services.platform.models import CommandRow, EventRow, GameRow
 from services.platform.store import (
     INTERRUPTED_LEASE_MS,
+    RELAY_LEASE_MS,
     AppendResult,
     ChainKeys,
     GameNotFound,
@@ -162,6 +164,7 @@ class SqlEventStore:
             begin=None if self._is_postgres else "BEGIN IMMEDIATE",
             lock=self._lock,
             integrity_error=engine.dialect.loaded_dbapi.IntegrityError,
+            prepare=self._sql.read_heads if self._sql.batch_heads else None,
         )
 
     @classmethod
@@ -337,7 +340,7 @@ class SqlEventStore:
         self._engine.dispose()
 
     def claim_unrelayed(
-        self, *, max_games: int = 100, max_events: int = 500, lease_ms: int = 30_000
+        self, *, max_games: int = 100, max_events: int = 500, lease_ms: int = RELAY_LEASE_MS
     ) -> list[Unrelayed]:
         """See :meth:`OutboxStore.claim_unrelayed`."""
         now = now_ms()
@@ -441,4 +444,17 @@ class SqlEventStore:
                 update(GAMES)
                 .where(GAMES.c.game_id.in_(list(game_ids)))
                 .values(relay_lease_until_ms=INTERRUPTED_LEASE_MS if interrupted else 0)
+            )
+
+    def renew_claims(self, game_ids: Sequence[str], *, lease_ms: int = RELAY_LEASE_MS) -> None:
+        """See :meth:`OutboxStore.renew_claims`."""
+        if not game_ids:
+            return
+        now = now_ms()
+        with self._transaction() as connection:
+            connection.execute(
+                update(GAMES)
+                .where(GAMES.c.game_id.in_(list(game_ids)),
+                       GAMES.c.relay_lease_until_ms > now)
+                .values(relay_lease_until_ms=now + lease_ms)
             )

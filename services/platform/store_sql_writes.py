@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from engine.core.chain import GENESIS_HASH
 from services.platform.store import (
@@ -25,7 +26,7 @@ from services.platform.store import (
     LogEntry,
     check_continuation,
 )
-from services.platform.store_writer import Cursor, LostRace, Write
+from services.platform.store_writer import NOT_READ, Cursor, LostRace, Write
 
 _INSERT_EVENT = (
     "INSERT INTO events (game_id, seq, game_type, event, hash, command_id, at_ms) "
@@ -50,6 +51,17 @@ _COMMAND = (
     "SELECT first_seq, last_seq FROM commands WHERE game_id = ? AND sender = ? "
     "AND command_id = ?"
 )
+# PostgreSQL: _HEAD_AND_COMMAND for every append of a batch in one statement, the games locked
+# in one order (byte order, as the writer sorts its writes) so that batches never deadlock.
+_HEADS_OF_BATCH = (
+    "SELECT k.position, g.game_type, g.last_seq, g.last_hash, c.first_seq, c.last_seq "
+    "FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[]) "
+    "AS k(game_id, sender, command_id, position) "
+    "JOIN games g ON g.game_id = k.game_id "
+    "LEFT JOIN commands c ON c.game_id = k.game_id AND c.sender = k.sender "
+    "AND c.command_id = k.command_id "
+    'ORDER BY g.game_id COLLATE "C" FOR UPDATE OF g'
+)
 _ENTRIES_BETWEEN = (
     "SELECT event, hash FROM events WHERE game_id = ? AND seq > ? AND seq <= ? ORDER BY seq"
 )
@@ -61,6 +73,10 @@ _MOVE_HEAD_RELAYED = (
     "relayed_seq = CASE WHEN relayed_seq >= ? THEN ? ELSE relayed_seq END "
     "WHERE game_id = ? AND last_seq = ?"
 )
+
+
+AppendKey = tuple[str, str | None, str | None]
+"""What a batch reads for an append: its game, and its command's sender and id (if any)."""
 
 
 def entry_of(event_bytes: bytes, hash_: bytes) -> LogEntry:
@@ -101,6 +117,8 @@ class Statements:
     move_head_relayed: str
     combine_writes: bool
     """Whether an append's writes go as one statement (:func:`combined_append`)."""
+    batch_heads: bool
+    """Whether a batch reads the heads of all its appends at once (:meth:`read_heads`)."""
 
     @classmethod
     def for_dialect(cls, dialect: str) -> Statements:
@@ -122,7 +140,31 @@ class Statements:
             move_head=style(_MOVE_HEAD),
             move_head_relayed=style(_MOVE_HEAD_RELAYED),
             combine_writes=postgres,  # SQLite runs in-process: a statement costs no trip
+            batch_heads=postgres,
         )
+
+    def read_heads(self, cursor: Cursor, writes: list[Write[object]]) -> None:
+        """The batch-wide read of a :class:`~services.platform.store_writer.GroupWriter`
+        (PostgreSQL): lock and read the head of every game the batch appends to, with each
+        command's earlier result, in one statement; each append finds its row in
+        :attr:`~services.platform.store_writer.Write.batched` (None: no such game). A game
+        the batch writes more than once is left to read for itself, after its earlier write.
+        """
+        games = [write.lock_key for write in writes]
+        once = {game for game in games if games.count(game) == 1}
+        reading = [write for write in writes if write.batch_key is not None
+                   and write.lock_key in once]
+        if len(reading) < 2:
+            return
+        keys = [cast(AppendKey, write.batch_key) for write in reading]
+        cursor.execute(_HEADS_OF_BATCH, (
+            [key[0] for key in keys], [key[1] for key in keys], [key[2] for key in keys],
+            list(range(len(keys))),
+        ))
+        for write in reading:
+            write.batched = None
+        for position, *head in cursor.fetchall():
+            reading[position].batched = tuple(head)
 
     def entries_between(
         self, cursor: Cursor, game_id: str, after: int, up_to: int
@@ -199,8 +241,10 @@ def append_write(
     sender, command_id = key if key is not None else (None, None)
 
     def run(cursor: Cursor) -> AppendResult:
-        cursor.execute(sql.head_and_command, (sender, command_id, game_id))
-        head = cursor.fetchone()
+        head = write.batched  # the batch's read of the head, if it made one
+        if head is NOT_READ:
+            cursor.execute(sql.head_and_command, (sender, command_id, game_id))
+            head = cursor.fetchone()
         if head is None:
             raise GameNotFound(f"no game {game_id}")
         game_type, last_seq, last_hash, seen_first, seen_last = head
@@ -254,4 +298,6 @@ def append_write(
             f"game {game_id}: seq {entries[0].event.seq} is already taken"
         ) from violation
 
-    return Write(run, recover, lock_key=game_id)
+    batch_key: AppendKey | None = (game_id, sender, command_id) if sql.batch_heads else None
+    write = Write(run, recover, lock_key=game_id, batch_key=batch_key)
+    return write

@@ -16,10 +16,16 @@ Each write stays all-or-nothing with its own outcome:
   connection) rolls the batch back and runs each of its writes again alone, in its own
   transaction, so that one failure never fails another write.
 
+A batch may start with one read for all its writes (``prepare``: on PostgreSQL, the heads of
+every game the batch appends to, locked in one ``SELECT … FOR UPDATE``), each write finding
+its part in :attr:`Write.batched`; a write whose part is missing reads for itself, as it does
+when it runs alone.
+
 A write's future completes only after its transaction committed, so a caller never replies
 to a client before its events are durable. Writes submitted from an event loop
-(:meth:`GroupWriter.submit_async`) are settled with ONE ``call_soon_threadsafe`` per batch
-and loop, instead of one wake-up of the loop per write.
+(:meth:`GroupWriter.submit_async`) reach the thread together once per loop iteration, and
+are settled with ONE ``call_soon_threadsafe`` per batch and loop, instead of one wake-up of
+the thread and of the loop per write.
 """
 
 from __future__ import annotations
@@ -40,7 +46,11 @@ Cursor = Any
 """A DBAPI cursor (sqlite3 or psycopg)."""
 
 MAX_BATCH = 256
-"""Most writes one transaction carries (bounds the latency one batch adds to the next)."""
+"""About the most writes one transaction carries (bounds the latency one batch adds to the
+next; the writes one loop iteration handed over together stay in one batch)."""
+
+NOT_READ: Any = object()
+""":attr:`Write.batched` before (or without) a batch-wide read."""
 
 
 class LostRace(Exception):
@@ -56,7 +66,7 @@ class Write(Generic[T]):
     transaction, after a constraint violation or :class:`LostRace` when run alone) returns
     the result or raises the StoreError that the violation means."""
 
-    __slots__ = ("future", "lock_key", "loop", "recover", "run")
+    __slots__ = ("batch_key", "batched", "future", "lock_key", "loop", "recover", "run")
 
     def __init__(
         self,
@@ -64,12 +74,19 @@ class Write(Generic[T]):
         recover: Callable[[Cursor, Exception], T] | None = None,
         *,
         lock_key: str = "",
+        batch_key: object = None,
     ) -> None:
         self.run = run
         self.recover = recover
         self.lock_key = lock_key
         """What the write locks (its game id): a batch runs its writes in this order, so that
         two transactions locking several games take them in one order and never deadlock."""
+        self.batch_key = batch_key
+        """What a batch-wide read (the writer's ``prepare``) should fetch for this write
+        (None: nothing)."""
+        self.batched: Any = NOT_READ
+        """What that read found for this write, set in the write's transaction; NOT_READ
+        when the write must read for itself."""
         self.future: Future[T] | asyncio.Future[T]
         """Set by :meth:`GroupWriter.submit` or :meth:`GroupWriter.submit_async`."""
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -93,7 +110,9 @@ class GroupWriter:
     ``connect()`` returns a DBAPI connection (a SQLAlchemy pool proxy) used only by this
     thread; ``begin`` is the statement opening a transaction (``None``: the driver opens one
     implicitly, as psycopg does); ``lock`` is held around each transaction (the store's lock
-    that serializes SQLite access in this process).
+    that serializes SQLite access in this process); ``prepare(cursor, writes)``, if given,
+    runs first in each batch's transaction, with the writes in the order they will run, and
+    sets what it read for each in :attr:`Write.batched`.
     """
 
     def __init__(
@@ -104,12 +123,16 @@ class GroupWriter:
         lock: contextlib.AbstractContextManager[Any],
         integrity_error: type[Exception],
         name: str = "store-writer",
+        prepare: Callable[[Cursor, list[Write[Any]]], None] | None = None,
     ) -> None:
         self._connect = connect
+        self._prepare = prepare
         self._begin = begin
         self._lock = lock
         self._integrity_error = integrity_error
-        self._queue: queue.SimpleQueue[Write[Any] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[list[Write[Any]] | None] = queue.SimpleQueue()
+        self._submitted: dict[asyncio.AbstractEventLoop, list[Write[Any]]] = {}
+        """Writes submitted from each loop during its current iteration, not yet queued."""
         self._connection: Any = None
         self._closed = False
         self.batches = 0
@@ -124,24 +147,43 @@ class GroupWriter:
         """
         future: Future[T] = Future()
         write.future = future
-        self._enqueue(write)
+        self._enqueue([write])
         return future
 
     def submit_async(self, write: Write[T]) -> asyncio.Future[T]:
         """Queue ``write`` from the running event loop; await the returned future.
 
+        The writes a loop submits during one of its iterations reach the writer thread
+        together, at the end of that iteration: one hand-over (and at most one wake-up of
+        the thread) for all of them, where a hand-over per write costs a system call each.
+
         :raises RuntimeError: if the writer is closed, or outside an event loop.
         """
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        write.future, write.loop = future, loop
-        self._enqueue(write)
-        return future
-
-    def _enqueue(self, write: Write[Any]) -> None:
         if self._closed:
             raise RuntimeError("the store is closed")
-        self._queue.put(write)
+        future: asyncio.Future[T] = loop.create_future()
+        write.future, write.loop = future, loop
+        submitted = self._submitted.get(loop)
+        if submitted is None:
+            submitted = self._submitted[loop] = []
+            loop.call_soon(self._pass_to_writer, loop)
+        submitted.append(write)
+        return future
+
+    def _pass_to_writer(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Queue what ``loop`` submitted during its last iteration (runs on that loop)."""
+        writes = self._submitted.pop(loop, [])
+        try:
+            self._enqueue(writes)
+        except RuntimeError as closed:  # closed since they were submitted
+            self._settle_batch(writes, [(False, closed)] * len(writes))
+
+    def _enqueue(self, writes: list[Write[Any]]) -> None:
+        if self._closed:
+            raise RuntimeError("the store is closed")
+        if writes:
+            self._queue.put(writes)
 
     def close(self) -> None:
         """Finish the queued writes, stop the thread, and close the connection."""
@@ -157,7 +199,7 @@ class GroupWriter:
                 first = self._queue.get()
                 if first is None:
                     return
-                batch = [first]
+                batch = list(first)
                 stop = False
                 while len(batch) < MAX_BATCH:
                     try:
@@ -167,7 +209,7 @@ class GroupWriter:
                     if more is None:
                         stop = True
                         break
-                    batch.append(more)
+                    batch.extend(more)
                 self._execute(batch)
                 if stop:
                     return
@@ -177,9 +219,9 @@ class GroupWriter:
             late: list[Write[Any]] = []
             with contextlib.suppress(queue.Empty):
                 while True:
-                    write = self._queue.get_nowait()
-                    if write is not None:
-                        late.append(write)
+                    writes = self._queue.get_nowait()
+                    if writes is not None:
+                        late.extend(writes)
             closed = RuntimeError("the store is closed")
             self._settle_batch(late, [(False, closed)] * len(late))
 
@@ -256,7 +298,12 @@ class GroupWriter:
         self._transaction_start(cursor)
         outcomes: list[tuple[bool, Any]] = [(False, None)] * len(batch)
         # A stable sort: one game's writes keep their order (their seqs follow each other).
-        for index in sorted(range(len(batch)), key=lambda i: batch[i].lock_key):
+        order = sorted(range(len(batch)), key=lambda i: batch[i].lock_key)
+        for write in batch:
+            write.batched = NOT_READ
+        if self._prepare is not None and len(batch) > 1:
+            self._prepare(cursor, [batch[index] for index in order])
+        for index in order:
             try:
                 outcomes[index] = (True, batch[index].run(cursor))
             except StoreError as refused:  # raised before the write changed anything
@@ -266,6 +313,7 @@ class GroupWriter:
 
     def _alone(self, write: Write[Any]) -> tuple[bool, Any]:
         """Run one write in its own transaction (after a batch failed)."""
+        write.batched = NOT_READ  # what the failed batch read is gone with its transaction
         try:
             return True, self._in_transaction(write.run)
         except StoreError as refused:

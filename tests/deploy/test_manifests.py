@@ -11,8 +11,8 @@
   machine lacks: every service, health checks, and no defaulted secret.
 - The Grafana dashboard queries only metrics the services export.
 
-checkov is not used: installing it into the virtualenv would downgrade packages of ours
-(packaging, termcolor), so the policy above is checked here instead.
+checkov's policy scan of the same rendered manifests is ``test_checkov.py`` (checkov runs
+from a virtualenv of its own, ``make checkov``, since it pins packages ours need newer).
 """
 
 from __future__ import annotations
@@ -194,9 +194,11 @@ def test_overlays_deploy_every_service(overlay_documents: tuple[str, list[Docume
     for doc in documents:
         by_kind.setdefault(doc["kind"], set()).add(doc["metadata"]["name"])
         assert doc["kind"] == "Namespace" or doc["metadata"].get("namespace"), doc
-    assert by_kind["Deployment"] == {"dast-game", "dast-lobby", "dast-bot"}
+    assert by_kind["Deployment"] == {"dast-game", "dast-lobby", "dast-bot", "dast-tournament",
+                                     "dast-stats"}
     assert by_kind["HorizontalPodAutoscaler"] == {"dast-game", "dast-bot"}
-    assert {"dast-game", "dast-lobby", "dast-bot", "dast-nats"} <= by_kind["PodDisruptionBudget"]
+    assert {"dast-game", "dast-lobby", "dast-bot", "dast-tournament",
+            "dast-nats"} <= by_kind["PodDisruptionBudget"]
     assert by_kind["StatefulSet"] == {"dast-nats"}
     assert by_kind["Job"] == {"dast-migrate"}
     assert by_kind["Cluster"] == {"dast-postgres"}
@@ -265,7 +267,9 @@ def test_policy_check_fails_on_a_broken_manifest(tmp_path: Path) -> None:
 
 
 COMPOSE = REPO / "deploy" / "docker-compose.yml"
-DAST_SERVICES = {"lobby": "lobby", "game-1": "game", "game-2": "game", "bot": "bot"}
+DAST_SERVICES = {"lobby": "lobby", "game-1": "game", "game-2": "game", "bot": "bot",
+                 "tournament-1": "tournament", "tournament-2": "tournament",
+                 "stats": "stats"}
 
 
 def test_compose_file_runs_every_service_with_health_checks_and_no_default_secret() -> None:

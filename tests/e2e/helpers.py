@@ -62,8 +62,11 @@ class Guest:
 
     async def table_with_bots(self, settings: lobby_pb2.TableSettings) -> lobby_pb2.Table:
         """Create a table and start it at once (bots fill the other seats)."""
-        table = await self.call("CreateTable", lobby_pb2.CreateTableRequest(settings=settings))
-        return await self.call("StartGame", lobby_pb2.StartGameRequest(table_id=table.table_id))
+        table = (await self.call("CreateTable",
+                                 lobby_pb2.CreateTableRequest(settings=settings))).table
+        started: lobby_pb2.StartGameResponse = await self.call(
+            "StartGame", lobby_pb2.StartGameRequest(table_id=table.table_id))
+        return started.table
 
     async def view(self, game_id: str) -> SeatView:
         return SeatView.of(await self.call("GetView", game_pb2.GetViewRequest(game_id=game_id)))

@@ -40,6 +40,8 @@ async def test_the_example_plays_a_match_to_the_end_reconnecting_once(tmp_path: 
     assert view.phase == hokm_pb2.HOKM_PHASE_MATCH_OVER
     assert len(view.winners) == 2 and max(view.scores) >= 3
     assert record.reconnections == 1 and record.moves_played > 0
+    # The stream said whose turn it was: one GetView per connection, none per event.
+    assert record.get_views == record.reconnections + 1
     # Every event once, in order, across the reconnection; each receipt is the log's hash.
     log_hashes = {entry.event.seq: bytes(entry.hash) for entry in exported.entries}
     assert [seq for seq, _ in record.receipts] == list(range(1, len(log_hashes) + 1))

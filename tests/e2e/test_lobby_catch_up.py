@@ -68,13 +68,13 @@ async def test_a_table_whose_match_ended_while_no_lobby_ran_ends_finished(
         player = Guest(channel, guest.player_id, guest.token)
 
         async def finished() -> bool:
-            current = await player.call("GetTable", lobby_pb2.GetTableRequest(
-                table_id=table.table_id))
+            current = (await player.call("GetTable", lobby_pb2.GetTableRequest(
+                table_id=table.table_id))).table
             return bool(current.status == lobby_pb2.TABLE_STATUS_FINISHED)
 
         assert await wait_for(finished, seconds=20)
-        rematch = await player.call("Rematch", lobby_pb2.RematchRequest(
-            table_id=table.table_id))
+        rematch = (await player.call("Rematch", lobby_pb2.RematchRequest(
+            table_id=table.table_id))).table
         assert rematch.status == lobby_pb2.TABLE_STATUS_PLAYING
         assert (await player.play_to_the_end(rematch.game_id)).is_over
         assert await wait_for(finished, seconds=20)

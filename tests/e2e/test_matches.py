@@ -15,7 +15,7 @@ pytestmark = pytest.mark.timeout(180)
 
 
 async def _finished(guest: Guest, table_id: str) -> bool:
-    table = await guest.call("GetTable", lobby_pb2.GetTableRequest(table_id=table_id))
+    table = (await guest.call("GetTable", lobby_pb2.GetTableRequest(table_id=table_id))).table
     return bool(table.status == lobby_pb2.TABLE_STATUS_FINISHED)
 
 

@@ -289,10 +289,10 @@ async def test_matches_finish_exactly_once_while_each_kind_of_process_is_killed(
 
         bot_games = [f"bots-{index}" for index in range(BOT_MATCHES)]
         await asyncio.gather(*(create_bot_match(game, game_id) for game_id in bot_games))
-        table = await client.lobby_call("CreateTable", lobby_pb2.CreateTableRequest(
-            settings=hokm_settings()))
-        table = await client.lobby_call("StartGame", lobby_pb2.StartGameRequest(
-            table_id=table.table_id))
+        table = (await client.lobby_call("CreateTable", lobby_pb2.CreateTableRequest(
+            settings=hokm_settings()))).table
+        table = (await client.lobby_call("StartGame", lobby_pb2.StartGameRequest(
+            table_id=table.table_id))).table
         human = asyncio.create_task(client.play_to_the_end(table.game_id))
 
         async def moved(game_id: str, beyond: int) -> bool:
@@ -322,13 +322,13 @@ async def test_matches_finish_exactly_once_while_each_kind_of_process_is_killed(
 
         # The restarted lobby caught up: the table is finished, and a rematch plays.
         async def finished() -> bool:
-            current = await client.lobby_call("GetTable", lobby_pb2.GetTableRequest(
-                table_id=table.table_id))
+            current = (await client.lobby_call("GetTable", lobby_pb2.GetTableRequest(
+                table_id=table.table_id))).table
             return bool(current.status == lobby_pb2.TABLE_STATUS_FINISHED)
 
         await wait_until(finished, seconds=20)
-        rematch = await client.lobby_call("Rematch", lobby_pb2.RematchRequest(
-            table_id=table.table_id))
+        rematch = (await client.lobby_call("Rematch", lobby_pb2.RematchRequest(
+            table_id=table.table_id))).table
         assert rematch.game_id != table.game_id
         await client.play_to_the_end(rematch.game_id)
         await wait_until(finished, seconds=20)
@@ -345,8 +345,9 @@ async def test_matches_finish_exactly_once_while_each_kind_of_process_is_killed(
             return all(len(streamed.get(g, [])) >= len(stored[g]) for g in games)
 
         # A replica killed mid-pass leaves its claim on some games' outbox until the claim's
-        # lease runs out (the relay's 30 s), after which a live relay publishes them.
-        await wait_until(relayed, seconds=45)
+        # lease runs out (5 s, services.platform.store.RELAY_LEASE_MS), after which a live
+        # relay publishes them.
+        await wait_until(relayed, seconds=20)
         streamed = await streamed_seqs(nats_url, nats_names)
         for game_id in games:
             assert streamed[game_id] == stored[game_id], game_id
@@ -360,8 +361,8 @@ async def test_matches_finish_exactly_once_while_each_kind_of_process_is_killed(
                        if table_id == table.table_id]
             return [(update.version, update.kind, update.seat) for update in updates]
 
-        final = await client.lobby_call("GetTable", lobby_pb2.GetTableRequest(
-            table_id=table.table_id))
+        final = (await client.lobby_call("GetTable", lobby_pb2.GetTableRequest(
+            table_id=table.table_id))).table
 
         async def all_published() -> bool:
             versions = await table_versions()

@@ -42,8 +42,8 @@ async def test_a_hokm_match_with_bots_and_a_timeout_on_postgres_and_nats(
         assert run.stack.timers is not None and run.stack.timers.fired > 0
 
         async def finished() -> bool:
-            current = await guest.call("GetTable", lobby_pb2.GetTableRequest(
-                table_id=table.table_id))
+            current = (await guest.call("GetTable", lobby_pb2.GetTableRequest(
+                table_id=table.table_id))).table
             return bool(current.status == lobby_pb2.TABLE_STATUS_FINISHED)
 
         await wait_for(finished, seconds=20)

@@ -13,7 +13,7 @@ def test_hokm_screen_shows_trump_first_the_trick_the_timer_and_who_is_a_bot() ->
     table.seats[2].taken_over_by_bot = True
     view = hokm_pb2.HokmView(
         seat=0, players=players, rules=hokm_pb2.HokmRules(target_score=7), round=2,
-        has_hakem=True, hakem=3, trump=common_pb2.SUIT_HEARTS, has_turn=True, turn=0,
+        hakem=3, trump=common_pb2.SUIT_HEARTS, turn=0,
         deadline_ms=20_500, hand=[0, 12, 13, 25], hand_counts=[4, 4, 4, 4],
         current_trick=hokm_pb2.Trick(plays=[hokm_pb2.SeatCard(seat=3, card=24)]),
         scores=[1, 0, 1, 0], tricks_won=[0, 1, 0, 2],
@@ -42,7 +42,7 @@ def test_hand_screen_lists_table_melds_and_every_kind_of_move() -> None:
         seat=0, rules=hand_pb2.HandRules(rounds=5), round=1, players=[
             common_pb2.Player(display_name=n) for n in ("A", "B")],
         hand=[105, 3, 4, 20, 33, 46], hand_counts=[6, 9], melds=[run], discard_pile=[7],
-        has_turn=True, turn=0, opened=[True, True], totals=[0, 0], legal=legal,
+        turn=0, opened=[True, True], totals=[0, 0], legal=legal,
     )
     text = "\n".join(render.hand_screen(view, None, now_ms=0))
     assert "Meld 0 (seat 1): 3♠ 4♠ JK1" in text

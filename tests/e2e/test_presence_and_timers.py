@@ -43,8 +43,8 @@ async def test_a_disconnected_player_is_replaced_by_a_bot_and_gets_the_seat_back
             stream = guest.lobby.WatchTable(
                 lobby_pb2.WatchTableRequest(table_id=table.table_id), metadata=guest.metadata
             )
-            async for update in stream:
-                updates.append(update)
+            async for message in stream:
+                updates.append(message.update)
 
         watcher = asyncio.create_task(watch())
         # The player watches the game, then the connection drops.
@@ -58,7 +58,7 @@ async def test_a_disconnected_player_is_replaced_by_a_bot_and_gets_the_seat_back
             current = await guest.call(
                 "GetTable", lobby_pb2.GetTableRequest(table_id=table.table_id)
             )
-            return bool(current.seats[0].taken_over_by_bot)
+            return bool(current.table.seats[0].taken_over_by_bot)
 
         await wait_for(taken_over, seconds=10)
         # The bot plays the absent player's seat; its moves are logged as automatic (read from
@@ -158,8 +158,8 @@ async def test_a_player_who_leaves_mid_game_is_replaced_and_may_come_back() -> N
     async with stack() as run, grpc.aio.insecure_channel(run.address) as channel:
         guest = await Guest.sign_in(channel, "device-leave")
         table = await guest.table_with_bots(HOKM_4)
-        left = await guest.call("LeaveTable", lobby_pb2.LeaveTableRequest(
-            table_id=table.table_id))
+        left = (await guest.call("LeaveTable", lobby_pb2.LeaveTableRequest(
+            table_id=table.table_id))).table
         assert left.seats[0].taken_over_by_bot and left.seats[0].left
 
         async def bot_moved_for_player() -> bool:
@@ -167,8 +167,8 @@ async def test_a_player_who_leaves_mid_game_is_replaced_and_may_come_back() -> N
             return bool(_automatic_moves_of([e.event for e in entries], 0))
 
         await wait_for(bot_moved_for_player, seconds=20)
-        back = await guest.call("JoinTable", lobby_pb2.JoinTableRequest(
-            table_id=table.table_id))
+        back = (await guest.call("JoinTable", lobby_pb2.JoinTableRequest(
+            table_id=table.table_id))).table
         assert not back.seats[0].taken_over_by_bot and not back.seats[0].left
 
 

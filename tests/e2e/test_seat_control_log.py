@@ -54,8 +54,8 @@ async def test_a_match_played_on_by_a_bot_after_a_disconnection_is_logged_and_au
         # The lobby followed the event: its table says a bot took the seat.
 
         async def lobby_knows() -> bool:
-            current = await guest.call("GetTable", lobby_pb2.GetTableRequest(
-                table_id=table.table_id))
+            current = (await guest.call("GetTable", lobby_pb2.GetTableRequest(
+                table_id=table.table_id))).table
             return bool(current.seats[0].taken_over_by_bot)
 
         await wait_for(lobby_knows)

@@ -168,7 +168,8 @@ async def test_a_flood_of_guest_sign_ins_is_refused_per_device_and_per_address()
     async with stack(timers=False, bots=False, limits=LIMITS) as run, \
             grpc.aio.insecure_channel(run.address) as channel:
         player = await Guest.sign_in(channel, "device-an-existing-player")
-        table = await player.call("CreateTable", lobby_pb2.CreateTableRequest(settings=HOKM))
+        table = (await player.call("CreateTable",
+                                   lobby_pb2.CreateTableRequest(settings=HOKM))).table
 
         async def sign_in(device: str) -> grpc.aio.AioRpcError | None:
             try:
@@ -195,5 +196,6 @@ async def test_a_flood_of_guest_sign_ins_is_refused_per_device_and_per_address()
             if error is not None:
                 assert_exhausted(error)
         # Signed-in players are not affected.
-        again = await player.call("GetTable", lobby_pb2.GetTableRequest(table_id=table.table_id))
+        again = (await player.call("GetTable",
+                                   lobby_pb2.GetTableRequest(table_id=table.table_id))).table
         assert again.table_id == table.table_id

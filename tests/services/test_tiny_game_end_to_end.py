@@ -68,8 +68,8 @@ async def test_lobby_bots_timers_and_game_service_play_a_registered_game() -> No
 
             # The lobby saw the match end.
             async def table_finished() -> bool:
-                shown = await host.call("GetTable", lobby_pb2.GetTableRequest(
-                    table_id=table.table_id))
+                shown = (await host.call("GetTable", lobby_pb2.GetTableRequest(
+                    table_id=table.table_id))).table
                 return bool(shown.status == lobby_pb2.TABLE_STATUS_FINISHED)
 
             await wait_for(table_finished, seconds=20)
@@ -80,8 +80,8 @@ async def test_quick_match_and_settings_come_from_the_registered_game() -> None:
         async with stack(timers=False, bots=False, presence=False) as run, \
                 grpc.aio.insecure_channel(run.address) as channel:
             guest = await Guest.sign_in(channel, "device-tiny-quick")
-            quick = await guest.call("QuickMatch", lobby_pb2.QuickMatchRequest(
-                game_type=tiny.GAME_TYPE, players=2))  # type: ignore[arg-type]
+            quick = (await guest.call("QuickMatch", lobby_pb2.QuickMatchRequest(
+                game_type=tiny.GAME_TYPE, players=2))).table  # type: ignore[arg-type]
             assert len(quick.seats) == 2
             assert unpack(quick.settings.other, tiny_pb2.TinyRules).players == 2
             # A count the game does not have is refused with the lobby's reason.

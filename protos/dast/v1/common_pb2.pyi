@@ -8,6 +8,11 @@ Card encoding (documented once, used by every message that carries a card):
   Hand:  card = copy * 52 + suit * 13 + rank (0..103), jokers 104 and 105
   suit:  0 spades ♠, 1 hearts ♥, 2 clubs ♣, 3 diamonds ♦ (the Hokm tie-break order)
   rank:  0 = 2, 1 = 3, ..., 8 = 10, 9 = J, 10 = Q, 11 = K, 12 = A
+
+The `Suit` enum (declared trumps) is the card's suit PLUS ONE, because an enum's zero is
+"none" (SUIT_UNSPECIFIED: no trump yet): for a card id c,
+  Suit value = (c % 52) / 13 + 1      (integer division)
+e.g. card 14 (3♥) is suit 1 in the card id and SUIT_HEARTS = 2 in the enum.
 """
 
 import builtins
@@ -50,14 +55,17 @@ class _Suit:
 class _SuitEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTypeWrapper[_Suit.ValueType], builtins.type):
     DESCRIPTOR: google.protobuf.descriptor.EnumDescriptor
     SUIT_UNSPECIFIED: _Suit.ValueType  # 0
+    """none (no trump declared yet)"""
     SUIT_SPADES: _Suit.ValueType  # 1
     SUIT_HEARTS: _Suit.ValueType  # 2
     SUIT_CLUBS: _Suit.ValueType  # 3
     SUIT_DIAMONDS: _Suit.ValueType  # 4
 
-class Suit(_Suit, metaclass=_SuitEnumTypeWrapper): ...
+class Suit(_Suit, metaclass=_SuitEnumTypeWrapper):
+    """A suit as an enum: the card id's suit + 1 (see the card encoding above)."""
 
 SUIT_UNSPECIFIED: Suit.ValueType  # 0
+"""none (no trump declared yet)"""
 SUIT_SPADES: Suit.ValueType  # 1
 SUIT_HEARTS: Suit.ValueType  # 2
 SUIT_CLUBS: Suit.ValueType  # 3

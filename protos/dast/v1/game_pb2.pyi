@@ -8,8 +8,26 @@ names one player and a role (player, service, admin). A player acts only for the
 they hold in the match; a player who holds no seat watches as a spectator (the public
 projection). CreateGame is for the lobby: service or admin tokens only.
 
+Whose turn: every stream message whose event ends a command's batch (from the newest
+event at (re)connection on), every SubmitCommand reply and every GetView reply carry a
+`Turn`: the seats that must act next and whether the receiving seat is one of them. A
+stream message whose seat is to act carries that seat's view too (its `legal` lists what
+the seat may do), and a player's SubmitCommand reply always carries the player's view.
+A client therefore calls GetView only when it (re)connects.
+
+Clocks: `Event.deadline_ms`, `Event.at_ms` and `server_time_ms` are the server's clock
+(Unix milliseconds). A device's clock may be off by seconds: estimate the offset from a
+reply as `server_time_ms` minus the local time halfway between sending the call and
+receiving the reply, keep the sample of the shortest round trip, and show a deadline as
+`deadline_ms - offset` in local time (docs/clients.md "Clocks and deadlines").
+
+Numbers: uint64/int64 fields (`seq`, `*_ms`) arrive as strings in protobuf JSON and as
+bigint in protobuf-es; a match's seq stays far below 2^53, so a JavaScript client may
+convert them to Number safely.
+
 Errors: standard gRPC status codes with a google.rpc.Status detail carrying
-google.rpc.ErrorInfo{reason = <engine violation code>, domain = "dast"}:
+google.rpc.ErrorInfo{reason = <an ErrorReason value's name>, domain = "dast.dev"}
+(errors.proto lists every reason):
   INVALID_ARGUMENT     malformed command (no such card, missing oneof, wrong game)
   FAILED_PRECONDITION  a well-formed command the rules do not allow now
   ABORTED              expected_seq is stale, or another command won the race: reload, retry
@@ -104,20 +122,51 @@ class CreateGameResponse(google.protobuf.message.Message):
     GAME_ID_FIELD_NUMBER: builtins.int
     SERVER_SEED_COMMITMENT_FIELD_NUMBER: builtins.int
     SEQ_FIELD_NUMBER: builtins.int
+    SERVER_TIME_MS_FIELD_NUMBER: builtins.int
     game_id: builtins.str
     server_seed_commitment: builtins.bytes
     seq: builtins.int
     """the seq of the last event `start` appended"""
+    server_time_ms: builtins.int
+    """the server's clock when it replied (see "Clocks" above)"""
     def __init__(
         self,
         *,
         game_id: builtins.str = ...,
         server_seed_commitment: builtins.bytes = ...,
         seq: builtins.int = ...,
+        server_time_ms: builtins.int = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["game_id", b"game_id", "seq", b"seq", "server_seed_commitment", b"server_seed_commitment"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["game_id", b"game_id", "seq", b"seq", "server_seed_commitment", b"server_seed_commitment", "server_time_ms", b"server_time_ms"]) -> None: ...
 
 Global___CreateGameResponse: typing_extensions.TypeAlias = CreateGameResponse
+
+@typing.final
+class Turn(google.protobuf.message.Message):
+    """Who acts after an event or a command, as one seat (or a spectator) sees it."""
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    NEXT_TO_ACT_FIELD_NUMBER: builtins.int
+    YOUR_TURN_FIELD_NUMBER: builtins.int
+    your_turn: builtins.bool
+    """The seat this reply or message is for is in `next_to_act`."""
+    @property
+    def next_to_act(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]:
+        """The seats that must act next, in seat order (one seat in Hokm and Hand); empty when
+        nobody is to act (the match is over). The deadline, on timed tables, is the
+        `deadline_ms` of the last event.
+        """
+
+    def __init__(
+        self,
+        *,
+        next_to_act: collections.abc.Iterable[builtins.int] | None = ...,
+        your_turn: builtins.bool = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["next_to_act", b"next_to_act", "your_turn", b"your_turn"]) -> None: ...
+
+Global___Turn: typing_extensions.TypeAlias = Turn
 
 @typing.final
 class SubmitCommandRequest(google.protobuf.message.Message):
@@ -182,10 +231,17 @@ class SubmitCommandResponse(google.protobuf.message.Message):
     SEQ_FIELD_NUMBER: builtins.int
     DUPLICATE_FIELD_NUMBER: builtins.int
     HASHES_FIELD_NUMBER: builtins.int
+    TURN_FIELD_NUMBER: builtins.int
+    HOKM_FIELD_NUMBER: builtins.int
+    HAND_FIELD_NUMBER: builtins.int
+    OTHER_FIELD_NUMBER: builtins.int
+    SERVER_TIME_MS_FIELD_NUMBER: builtins.int
     seq: builtins.int
     """the log's last seq after the command"""
     duplicate: builtins.bool
     """the command_id had been applied before"""
+    server_time_ms: builtins.int
+    """the server's clock when it replied (see "Clocks" above)"""
     @property
     def events(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[dast.v1.log_pb2.Event]:
         """redacted for the caller"""
@@ -196,6 +252,18 @@ class SubmitCommandResponse(google.protobuf.message.Message):
         with the finished log's hashes (see log.proto).
         """
 
+    @property
+    def turn(self) -> Global___Turn:
+        """Who acts next (after `seq`), for the seat acted for."""
+
+    @property
+    def hokm(self) -> dast.v1.hokm_pb2.HokmView: ...
+    @property
+    def hand(self) -> dast.v1.hand_pb2.HandView: ...
+    @property
+    def other(self) -> google.protobuf.any_pb2.Any:
+        """a game outside the schema (log.proto): its view"""
+
     def __init__(
         self,
         *,
@@ -203,8 +271,15 @@ class SubmitCommandResponse(google.protobuf.message.Message):
         seq: builtins.int = ...,
         duplicate: builtins.bool = ...,
         hashes: collections.abc.Iterable[builtins.bytes] | None = ...,
+        turn: Global___Turn | None = ...,
+        hokm: dast.v1.hokm_pb2.HokmView | None = ...,
+        hand: dast.v1.hand_pb2.HandView | None = ...,
+        other: google.protobuf.any_pb2.Any | None = ...,
+        server_time_ms: builtins.int = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["duplicate", b"duplicate", "events", b"events", "hashes", b"hashes", "seq", b"seq"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["hand", b"hand", "hokm", b"hokm", "other", b"other", "turn", b"turn", "view", b"view"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["duplicate", b"duplicate", "events", b"events", "hand", b"hand", "hashes", b"hashes", "hokm", b"hokm", "other", b"other", "seq", b"seq", "server_time_ms", b"server_time_ms", "turn", b"turn", "view", b"view"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["view", b"view"]) -> typing.Literal["hokm", "hand", "other"] | None: ...
 
 Global___SubmitCommandResponse: typing_extensions.TypeAlias = SubmitCommandResponse
 
@@ -240,8 +315,12 @@ class GetViewResponse(google.protobuf.message.Message):
     HAND_FIELD_NUMBER: builtins.int
     OTHER_FIELD_NUMBER: builtins.int
     SEAT_CONTROL_FIELD_NUMBER: builtins.int
+    TURN_FIELD_NUMBER: builtins.int
+    SERVER_TIME_MS_FIELD_NUMBER: builtins.int
     seq: builtins.int
     """the view reflects the log up to this seq"""
+    server_time_ms: builtins.int
+    """the server's clock when it replied (see "Clocks" above)"""
     @property
     def hokm(self) -> dast.v1.hokm_pb2.HokmView: ...
     @property
@@ -257,6 +336,10 @@ class GetViewResponse(google.protobuf.message.Message):
         from the start (`Player.is_bot`) is always the bot's.
         """
 
+    @property
+    def turn(self) -> Global___Turn:
+        """who acts next (after `seq`)"""
+
     def __init__(
         self,
         *,
@@ -265,9 +348,11 @@ class GetViewResponse(google.protobuf.message.Message):
         hand: dast.v1.hand_pb2.HandView | None = ...,
         other: google.protobuf.any_pb2.Any | None = ...,
         seat_control: collections.abc.Iterable[dast.v1.log_pb2.SeatControl] | None = ...,
+        turn: Global___Turn | None = ...,
+        server_time_ms: builtins.int = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["hand", b"hand", "hokm", b"hokm", "other", b"other", "view", b"view"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["hand", b"hand", "hokm", b"hokm", "other", b"other", "seat_control", b"seat_control", "seq", b"seq", "view", b"view"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["hand", b"hand", "hokm", b"hokm", "other", b"other", "turn", b"turn", "view", b"view"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["hand", b"hand", "hokm", b"hokm", "other", b"other", "seat_control", b"seat_control", "seq", b"seq", "server_time_ms", b"server_time_ms", "turn", b"turn", "view", b"view"]) -> None: ...
     def WhichOneof(self, oneof_group: typing.Literal["view", b"view"]) -> typing.Literal["hokm", "hand", "other"] | None: ...
 
 Global___GetViewResponse: typing_extensions.TypeAlias = GetViewResponse
@@ -302,20 +387,51 @@ class SubscribeResponse(google.protobuf.message.Message):
 
     EVENT_FIELD_NUMBER: builtins.int
     HASH_FIELD_NUMBER: builtins.int
+    TURN_FIELD_NUMBER: builtins.int
+    HOKM_FIELD_NUMBER: builtins.int
+    HAND_FIELD_NUMBER: builtins.int
+    OTHER_FIELD_NUMBER: builtins.int
+    SERVER_TIME_MS_FIELD_NUMBER: builtins.int
     hash: builtins.bytes
     """The chain hash after `event` in the stored, unredacted log: the caller's receipt."""
+    server_time_ms: builtins.int
+    """The server's clock when this message was made (see "Clocks" above; streams of one
+    server share messages, so it may be a little older than the send).
+    """
     @property
     def event(self) -> dast.v1.log_pb2.Event:
         """redacted for the caller"""
+
+    @property
+    def turn(self) -> Global___Turn:
+        """Who acts after `event`. Set when `event` ends a command's batch, from the newest event
+        at the time of (re)connection on; unset in the middle of a batch (after the fourth card
+        of a trick the same batch takes the trick) and on older events a stream replays from
+        the log (history: the newest one tells whose turn it is now).
+        """
+
+    @property
+    def hokm(self) -> dast.v1.hokm_pb2.HokmView: ...
+    @property
+    def hand(self) -> dast.v1.hand_pb2.HandView: ...
+    @property
+    def other(self) -> google.protobuf.any_pb2.Any:
+        """a game outside the schema (log.proto): its view"""
 
     def __init__(
         self,
         *,
         event: dast.v1.log_pb2.Event | None = ...,
         hash: builtins.bytes = ...,
+        turn: Global___Turn | None = ...,
+        hokm: dast.v1.hokm_pb2.HokmView | None = ...,
+        hand: dast.v1.hand_pb2.HandView | None = ...,
+        other: google.protobuf.any_pb2.Any | None = ...,
+        server_time_ms: builtins.int = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["event", b"event"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["event", b"event", "hash", b"hash"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["event", b"event", "hand", b"hand", "hokm", b"hokm", "other", b"other", "turn", b"turn", "view", b"view"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["event", b"event", "hand", b"hand", "hash", b"hash", "hokm", b"hokm", "other", b"other", "server_time_ms", b"server_time_ms", "turn", b"turn", "view", b"view"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["view", b"view"]) -> typing.Literal["hokm", "hand", "other"] | None: ...
 
 Global___SubscribeResponse: typing_extensions.TypeAlias = SubscribeResponse
 
@@ -433,12 +549,15 @@ class ControlSeatResponse(google.protobuf.message.Message):
     CHANGED_FIELD_NUMBER: builtins.int
     EVENT_FIELD_NUMBER: builtins.int
     HASH_FIELD_NUMBER: builtins.int
+    SERVER_TIME_MS_FIELD_NUMBER: builtins.int
     seq: builtins.int
     """the log's last seq after the call"""
     changed: builtins.bool
     """false: the seat was already so controlled; nothing was appended"""
     hash: builtins.bytes
     """its chain hash"""
+    server_time_ms: builtins.int
+    """the server's clock when it replied (see "Clocks" above)"""
     @property
     def event(self) -> dast.v1.log_pb2.Event:
         """the appended event (unset when not changed)"""
@@ -450,8 +569,9 @@ class ControlSeatResponse(google.protobuf.message.Message):
         changed: builtins.bool = ...,
         event: dast.v1.log_pb2.Event | None = ...,
         hash: builtins.bytes = ...,
+        server_time_ms: builtins.int = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["event", b"event"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["changed", b"changed", "event", b"event", "hash", b"hash", "seq", b"seq"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["changed", b"changed", "event", b"event", "hash", b"hash", "seq", b"seq", "server_time_ms", b"server_time_ms"]) -> None: ...
 
 Global___ControlSeatResponse: typing_extensions.TypeAlias = ControlSeatResponse

@@ -8,8 +8,26 @@ names one player and a role (player, service, admin). A player acts only for the
 they hold in the match; a player who holds no seat watches as a spectator (the public
 projection). CreateGame is for the lobby: service or admin tokens only.
 
+Whose turn: every stream message whose event ends a command's batch (from the newest
+event at (re)connection on), every SubmitCommand reply and every GetView reply carry a
+`Turn`: the seats that must act next and whether the receiving seat is one of them. A
+stream message whose seat is to act carries that seat's view too (its `legal` lists what
+the seat may do), and a player's SubmitCommand reply always carries the player's view.
+A client therefore calls GetView only when it (re)connects.
+
+Clocks: `Event.deadline_ms`, `Event.at_ms` and `server_time_ms` are the server's clock
+(Unix milliseconds). A device's clock may be off by seconds: estimate the offset from a
+reply as `server_time_ms` minus the local time halfway between sending the call and
+receiving the reply, keep the sample of the shortest round trip, and show a deadline as
+`deadline_ms - offset` in local time (docs/clients.md "Clocks and deadlines").
+
+Numbers: uint64/int64 fields (`seq`, `*_ms`) arrive as strings in protobuf JSON and as
+bigint in protobuf-es; a match's seq stays far below 2^53, so a JavaScript client may
+convert them to Number safely.
+
 Errors: standard gRPC status codes with a google.rpc.Status detail carrying
-google.rpc.ErrorInfo{reason = <engine violation code>, domain = "dast"}:
+google.rpc.ErrorInfo{reason = <an ErrorReason value's name>, domain = "dast.dev"}
+(errors.proto lists every reason):
   INVALID_ARGUMENT     malformed command (no such card, missing oneof, wrong game)
   FAILED_PRECONDITION  a well-formed command the rules do not allow now
   ABORTED              expected_seq is stale, or another command won the race: reload, retry

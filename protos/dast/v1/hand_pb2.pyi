@@ -855,6 +855,8 @@ Global___HandEvent: typing_extensions.TypeAlias = HandEvent
 
 @typing.final
 class HandView(google.protobuf.message.Message):
+    """Presence: fields that may be absent are proto3 `optional` (as in HokmView)."""
+
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     IS_SPECTATOR_FIELD_NUMBER: builtins.int
@@ -864,7 +866,6 @@ class HandView(google.protobuf.message.Message):
     PHASE_FIELD_NUMBER: builtins.int
     ROUND_FIELD_NUMBER: builtins.int
     DEALER_FIELD_NUMBER: builtins.int
-    HAS_TURN_FIELD_NUMBER: builtins.int
     TURN_FIELD_NUMBER: builtins.int
     DEADLINE_MS_FIELD_NUMBER: builtins.int
     HAND_FIELD_NUMBER: builtins.int
@@ -885,9 +886,10 @@ class HandView(google.protobuf.message.Message):
     phase: Global___HandPhase.ValueType
     round: builtins.int
     dealer: builtins.int
-    has_turn: builtins.bool
     turn: builtins.int
+    """the seat to act; unset when nobody is"""
     deadline_ms: builtins.int
+    """Server clock (game.proto "Clocks"); 0: untimed, or nobody to act."""
     stock_count: builtins.int
     must_use: builtins.int
     """Set while the card taken from the discard pile this turn still waits for a meld."""
@@ -942,8 +944,7 @@ class HandView(google.protobuf.message.Message):
         phase: Global___HandPhase.ValueType = ...,
         round: builtins.int = ...,
         dealer: builtins.int = ...,
-        has_turn: builtins.bool = ...,
-        turn: builtins.int = ...,
+        turn: builtins.int | None = ...,
         deadline_ms: builtins.int = ...,
         hand: collections.abc.Iterable[builtins.int] | None = ...,
         hand_counts: collections.abc.Iterable[builtins.int] | None = ...,
@@ -959,8 +960,11 @@ class HandView(google.protobuf.message.Message):
         winners: collections.abc.Iterable[builtins.int] | None = ...,
         meld_options: collections.abc.Iterable[Global___MeldSpec] | None = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["_must_use", b"_must_use", "must_use", b"must_use", "rules", b"rules"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_must_use", b"_must_use", "deadline_ms", b"deadline_ms", "dealer", b"dealer", "discard_pile", b"discard_pile", "hand", b"hand", "hand_counts", b"hand_counts", "has_turn", b"has_turn", "highest_opening", b"highest_opening", "is_spectator", b"is_spectator", "legal", b"legal", "meld_options", b"meld_options", "melds", b"melds", "must_use", b"must_use", "opened", b"opened", "phase", b"phase", "players", b"players", "restocks", b"restocks", "round", b"round", "rules", b"rules", "seat", b"seat", "stock_count", b"stock_count", "totals", b"totals", "turn", b"turn", "winners", b"winners"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["_must_use", b"_must_use", "_turn", b"_turn", "must_use", b"must_use", "rules", b"rules", "turn", b"turn"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_must_use", b"_must_use", "_turn", b"_turn", "deadline_ms", b"deadline_ms", "dealer", b"dealer", "discard_pile", b"discard_pile", "hand", b"hand", "hand_counts", b"hand_counts", "highest_opening", b"highest_opening", "is_spectator", b"is_spectator", "legal", b"legal", "meld_options", b"meld_options", "melds", b"melds", "must_use", b"must_use", "opened", b"opened", "phase", b"phase", "players", b"players", "restocks", b"restocks", "round", b"round", "rules", b"rules", "seat", b"seat", "stock_count", b"stock_count", "totals", b"totals", "turn", b"turn", "winners", b"winners"]) -> None: ...
+    @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_must_use", b"_must_use"]) -> typing.Literal["must_use"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_turn", b"_turn"]) -> typing.Literal["turn"] | None: ...
 
 Global___HandView: typing_extensions.TypeAlias = HandView

@@ -90,16 +90,28 @@ class _Trump2p:
 class _Trump2pEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTypeWrapper[_Trump2p.ValueType], builtins.type):
     DESCRIPTOR: google.protobuf.descriptor.EnumDescriptor
     TRUMP_2P_UNSPECIFIED: _Trump2p.ValueType  # 0
-    """pile_card"""
+    """buf:lint:ignore ENUM_VALUE_PREFIX
+    pile_card
+    """
     TRUMP_2P_PILE_CARD: _Trump2p.ValueType  # 1
+    """buf:lint:ignore ENUM_VALUE_PREFIX"""
     TRUMP_2P_HAKEM_DECLARES: _Trump2p.ValueType  # 2
+    """buf:lint:ignore ENUM_VALUE_PREFIX"""
 
-class Trump2p(_Trump2p, metaclass=_Trump2pEnumTypeWrapper): ...
+class Trump2p(_Trump2p, metaclass=_Trump2pEnumTypeWrapper):
+    """buf's prefix for this enum would be TRUMP2P_; the values keep TRUMP_2P_ because their
+    names are in the protobuf JSON of every exported (signed) log and the golden logs, which
+    must keep parsing.
+    """
 
 TRUMP_2P_UNSPECIFIED: Trump2p.ValueType  # 0
-"""pile_card"""
+"""buf:lint:ignore ENUM_VALUE_PREFIX
+pile_card
+"""
 TRUMP_2P_PILE_CARD: Trump2p.ValueType  # 1
+"""buf:lint:ignore ENUM_VALUE_PREFIX"""
 TRUMP_2P_HAKEM_DECLARES: Trump2p.ValueType  # 2
+"""buf:lint:ignore ENUM_VALUE_PREFIX"""
 Global___Trump2p: typing_extensions.TypeAlias = Trump2p
 
 class _RoundResult:
@@ -632,7 +644,10 @@ Global___TrickTaken: typing_extensions.TypeAlias = TrickTaken
 
 @typing.final
 class PileCardsTaken(google.protobuf.message.Message):
-    """Two players: after a trick, while piles last; all public."""
+    """Two players: after a trick, while piles last; all public. The has_top_* flags predate the
+    `optional` convention of the views and stay: events are hashed into the log's chain as
+    they were stored (log.proto), so an event's encoding never changes.
+    """
 
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
@@ -821,11 +836,10 @@ class Trick(google.protobuf.message.Message):
 
     LEADER_FIELD_NUMBER: builtins.int
     PLAYS_FIELD_NUMBER: builtins.int
-    HAS_WINNER_FIELD_NUMBER: builtins.int
     WINNER_FIELD_NUMBER: builtins.int
     leader: builtins.int
-    has_winner: builtins.bool
     winner: builtins.int
+    """set once the trick is taken"""
     @property
     def plays(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[Global___SeatCard]: ...
     def __init__(
@@ -833,15 +847,20 @@ class Trick(google.protobuf.message.Message):
         *,
         leader: builtins.int = ...,
         plays: collections.abc.Iterable[Global___SeatCard] | None = ...,
-        has_winner: builtins.bool = ...,
-        winner: builtins.int = ...,
+        winner: builtins.int | None = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["has_winner", b"has_winner", "leader", b"leader", "plays", b"plays", "winner", b"winner"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["_winner", b"_winner", "winner", b"winner"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_winner", b"_winner", "leader", b"leader", "plays", b"plays", "winner", b"winner"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["_winner", b"_winner"]) -> typing.Literal["winner"] | None: ...
 
 Global___Trick: typing_extensions.TypeAlias = Trick
 
 @typing.final
 class HokmView(google.protobuf.message.Message):
+    """Presence: fields that may be absent are proto3 `optional` (HasField / `!== undefined`);
+    an enum's _UNSPECIFIED value means "none yet" (`trump` before the declaration).
+    """
+
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     IS_SPECTATOR_FIELD_NUMBER: builtins.int
@@ -850,10 +869,8 @@ class HokmView(google.protobuf.message.Message):
     RULES_FIELD_NUMBER: builtins.int
     PHASE_FIELD_NUMBER: builtins.int
     ROUND_FIELD_NUMBER: builtins.int
-    HAS_HAKEM_FIELD_NUMBER: builtins.int
     HAKEM_FIELD_NUMBER: builtins.int
     TRUMP_FIELD_NUMBER: builtins.int
-    HAS_TURN_FIELD_NUMBER: builtins.int
     TURN_FIELD_NUMBER: builtins.int
     DEADLINE_MS_FIELD_NUMBER: builtins.int
     HAND_FIELD_NUMBER: builtins.int
@@ -863,9 +880,7 @@ class HokmView(google.protobuf.message.Message):
     TRICKS_WON_FIELD_NUMBER: builtins.int
     SCORES_FIELD_NUMBER: builtins.int
     LEGAL_FIELD_NUMBER: builtins.int
-    HAS_TOP_A_FIELD_NUMBER: builtins.int
     TOP_A_FIELD_NUMBER: builtins.int
-    HAS_TOP_B_FIELD_NUMBER: builtins.int
     TOP_B_FIELD_NUMBER: builtins.int
     PILE_SIZE_FIELD_NUMBER: builtins.int
     SET_ASIDE_FIELD_NUMBER: builtins.int
@@ -874,16 +889,18 @@ class HokmView(google.protobuf.message.Message):
     seat: builtins.int
     phase: Global___HokmPhase.ValueType
     round: builtins.int
-    has_hakem: builtins.bool
     hakem: builtins.int
+    """once chosen"""
     trump: dast.v1.common_pb2.Suit.ValueType
-    has_turn: builtins.bool
+    """SUIT_UNSPECIFIED until declared"""
     turn: builtins.int
+    """the seat to act; unset when nobody is"""
     deadline_ms: builtins.int
-    has_top_a: builtins.bool
+    """Server clock (game.proto "Clocks"); 0: untimed, or nobody to act."""
     top_a: builtins.int
-    has_top_b: builtins.bool
+    """two players: pile A's face-up card, while it has one"""
     top_b: builtins.int
+    """two players: pile B's face-up card, while it has one"""
     pile_size: builtins.int
     """cards left in each pile"""
     @property
@@ -935,11 +952,9 @@ class HokmView(google.protobuf.message.Message):
         rules: Global___HokmRules | None = ...,
         phase: Global___HokmPhase.ValueType = ...,
         round: builtins.int = ...,
-        has_hakem: builtins.bool = ...,
-        hakem: builtins.int = ...,
+        hakem: builtins.int | None = ...,
         trump: dast.v1.common_pb2.Suit.ValueType = ...,
-        has_turn: builtins.bool = ...,
-        turn: builtins.int = ...,
+        turn: builtins.int | None = ...,
         deadline_ms: builtins.int = ...,
         hand: collections.abc.Iterable[builtins.int] | None = ...,
         hand_counts: collections.abc.Iterable[builtins.int] | None = ...,
@@ -948,15 +963,21 @@ class HokmView(google.protobuf.message.Message):
         tricks_won: collections.abc.Iterable[builtins.int] | None = ...,
         scores: collections.abc.Iterable[builtins.int] | None = ...,
         legal: collections.abc.Iterable[Global___HokmCommand] | None = ...,
-        has_top_a: builtins.bool = ...,
-        top_a: builtins.int = ...,
-        has_top_b: builtins.bool = ...,
-        top_b: builtins.int = ...,
+        top_a: builtins.int | None = ...,
+        top_b: builtins.int | None = ...,
         pile_size: builtins.int = ...,
         set_aside: collections.abc.Iterable[builtins.int] | None = ...,
         winners: collections.abc.Iterable[builtins.int] | None = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["current_trick", b"current_trick", "rules", b"rules"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["current_trick", b"current_trick", "deadline_ms", b"deadline_ms", "hakem", b"hakem", "hand", b"hand", "hand_counts", b"hand_counts", "has_hakem", b"has_hakem", "has_top_a", b"has_top_a", "has_top_b", b"has_top_b", "has_turn", b"has_turn", "is_spectator", b"is_spectator", "legal", b"legal", "phase", b"phase", "pile_size", b"pile_size", "players", b"players", "round", b"round", "rules", b"rules", "scores", b"scores", "seat", b"seat", "set_aside", b"set_aside", "top_a", b"top_a", "top_b", b"top_b", "tricks", b"tricks", "tricks_won", b"tricks_won", "trump", b"trump", "turn", b"turn", "winners", b"winners"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["_hakem", b"_hakem", "_top_a", b"_top_a", "_top_b", b"_top_b", "_turn", b"_turn", "current_trick", b"current_trick", "hakem", b"hakem", "rules", b"rules", "top_a", b"top_a", "top_b", b"top_b", "turn", b"turn"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_hakem", b"_hakem", "_top_a", b"_top_a", "_top_b", b"_top_b", "_turn", b"_turn", "current_trick", b"current_trick", "deadline_ms", b"deadline_ms", "hakem", b"hakem", "hand", b"hand", "hand_counts", b"hand_counts", "is_spectator", b"is_spectator", "legal", b"legal", "phase", b"phase", "pile_size", b"pile_size", "players", b"players", "round", b"round", "rules", b"rules", "scores", b"scores", "seat", b"seat", "set_aside", b"set_aside", "top_a", b"top_a", "top_b", b"top_b", "tricks", b"tricks", "tricks_won", b"tricks_won", "trump", b"trump", "turn", b"turn", "winners", b"winners"]) -> None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_hakem", b"_hakem"]) -> typing.Literal["hakem"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_top_a", b"_top_a"]) -> typing.Literal["top_a"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_top_b", b"_top_b"]) -> typing.Literal["top_b"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_turn", b"_turn"]) -> typing.Literal["turn"] | None: ...
 
 Global___HokmView: typing_extensions.TypeAlias = HokmView

@@ -28,19 +28,19 @@ from dast.v1 import hokm_pb2 as dast_dot_v1_dot_hokm__pb2
 from google.protobuf import any_pb2 as google_dot_protobuf_dot_any__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13\x64\x61st/v1/lobby.proto\x12\x07\x64\x61st.v1\x1a\x14\x64\x61st/v1/common.proto\x1a\x12\x64\x61st/v1/hand.proto\x1a\x12\x64\x61st/v1/hokm.proto\x1a\x19google/protobuf/any.proto\"\x9c\x01\n\x04Seat\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12\x0e\n\x06is_bot\x18\x04 \x01(\x08\x12$\n\tbot_level\x18\x05 \x01(\x0e\x32\x11.dast.v1.BotLevel\x12\x19\n\x11taken_over_by_bot\x18\x06 \x01(\x08\x12\x0c\n\x04left\x18\x07 \x01(\x08\"\xac\x02\n\rTableSettings\x12$\n\tgame_type\x18\x01 \x01(\x0e\x32\x11.dast.v1.GameType\x12\"\n\x04hokm\x18\x02 \x01(\x0b\x32\x12.dast.v1.HokmRulesH\x00\x12\"\n\x04hand\x18\x03 \x01(\x0b\x32\x12.dast.v1.HandRulesH\x00\x12%\n\x05other\x18\x0f \x01(\x0b\x32\x14.google.protobuf.AnyH\x00\x12\x14\n\x0ctarget_score\x18\x04 \x01(\r\x12\x14\n\x0cturn_seconds\x18\x05 \x01(\r\x12\x0f\n\x07private\x18\x06 \x01(\x08\x12\x1a\n\x12spectators_allowed\x18\x07 \x01(\x08\x12$\n\tbot_level\x18\x08 \x01(\x0e\x32\x11.dast.v1.BotLevelB\x07\n\x05rules\"\xe0\x01\n\x05Table\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12(\n\x08settings\x18\x02 \x01(\x0b\x32\x16.dast.v1.TableSettings\x12$\n\x06status\x18\x03 \x01(\x0e\x32\x14.dast.v1.TableStatus\x12\x0f\n\x07host_id\x18\x04 \x01(\t\x12\x1c\n\x05seats\x18\x05 \x03(\x0b\x32\r.dast.v1.Seat\x12\x0f\n\x07game_id\x18\x06 \x01(\t\x12\x13\n\x0binvite_code\x18\x07 \x01(\t\x12\x0f\n\x07version\x18\x08 \x01(\x04\x12\x0f\n\x07matches\x18\t \x01(\r\"=\n\x12SignInGuestRequest\x12\x11\n\tdevice_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\"d\n\x13SignInGuestResponse\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\r\n\x05token\x18\x03 \x01(\t\x12\x15\n\rexpires_at_ms\x18\x04 \x01(\x03\">\n\x12\x43reateTableRequest\x12(\n\x08settings\x18\x01 \x01(\x0b\x32\x16.dast.v1.TableSettings\"R\n\x11ListTablesRequest\x12$\n\tgame_type\x18\x01 \x01(\x0e\x32\x11.dast.v1.GameType\x12\x17\n\x0finclude_playing\x18\x02 \x01(\x08\"4\n\x12ListTablesResponse\x12\x1e\n\x06tables\x18\x01 \x03(\x0b\x32\x0e.dast.v1.Table\"4\n\x0fGetTableRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\"U\n\x10JoinTableRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x13\n\x0binvite_code\x18\x02 \x01(\t\x12\x11\n\x04seat\x18\x03 \x01(\rH\x00\x88\x01\x01\x42\x07\n\x05_seat\"%\n\x11LeaveTableRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\"3\n\x11\x43hooseSeatRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\"Q\n\rAddBotRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12 \n\x05level\x18\x03 \x01(\x0e\x32\x11.dast.v1.BotLevel\"$\n\x10StartGameRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\"\x8c\x01\n\x11QuickMatchRequest\x12$\n\tgame_type\x18\x01 \x01(\x0e\x32\x11.dast.v1.GameType\x12\x0f\n\x07players\x18\x04 \x01(\r\x12*\n\x0chokm_variant\x18\x02 \x01(\x0e\x32\x14.dast.v1.HokmVariant\x12\x14\n\x0chand_players\x18\x03 \x01(\r\"\"\n\x0eRematchRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\"%\n\x11WatchTableRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\"\x95\x01\n\x0bTableUpdate\x12&\n\x04kind\x18\x01 \x01(\x0e\x32\x18.dast.v1.TableUpdateKind\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x11\n\tplayer_id\x18\x03 \x01(\t\x12\x0f\n\x07version\x18\x04 \x01(\x04\x12\r\n\x05\x61t_ms\x18\x05 \x01(\x03\x12\x1d\n\x05table\x18\x06 \x01(\x0b\x32\x0e.dast.v1.Table*\x93\x01\n\x0bTableStatus\x12\x1c\n\x18TABLE_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14TABLE_STATUS_WAITING\x10\x01\x12\x18\n\x14TABLE_STATUS_PLAYING\x10\x02\x12\x19\n\x15TABLE_STATUS_FINISHED\x10\x03\x12\x17\n\x13TABLE_STATUS_CLOSED\x10\x04*|\n\x08\x42otLevel\x12\x19\n\x15\x42OT_LEVEL_UNSPECIFIED\x10\x00\x12\x14\n\x10\x42OT_LEVEL_RANDOM\x10\x01\x12\x14\n\x10\x42OT_LEVEL_GREEDY\x10\x02\x12\x13\n\x0f\x42OT_LEVEL_BASIC\x10\x03\x12\x14\n\x10\x42OT_LEVEL_EXPERT\x10\x04*\xdd\x03\n\x0fTableUpdateKind\x12!\n\x1dTABLE_UPDATE_KIND_UNSPECIFIED\x10\x00\x12\x1e\n\x1aTABLE_UPDATE_KIND_SNAPSHOT\x10\x01\x12\x1d\n\x19TABLE_UPDATE_KIND_CREATED\x10\x02\x12#\n\x1fTABLE_UPDATE_KIND_PLAYER_JOINED\x10\x03\x12!\n\x1dTABLE_UPDATE_KIND_PLAYER_LEFT\x10\x04\x12!\n\x1dTABLE_UPDATE_KIND_SEAT_CHOSEN\x10\x05\x12\x1f\n\x1bTABLE_UPDATE_KIND_BOT_ADDED\x10\x06\x12\"\n\x1eTABLE_UPDATE_KIND_GAME_STARTED\x10\x07\x12,\n(TABLE_UPDATE_KIND_SEAT_TAKEN_OVER_BY_BOT\x10\x08\x12#\n\x1fTABLE_UPDATE_KIND_SEAT_RETURNED\x10\t\x12#\n\x1fTABLE_UPDATE_KIND_GAME_FINISHED\x10\n\x12\"\n\x1eTABLE_UPDATE_KIND_HOST_CHANGED\x10\x0b\x12\x1c\n\x18TABLE_UPDATE_KIND_CLOSED\x10\x0c\x32\xd7\x05\n\x0cLobbyService\x12H\n\x0bSignInGuest\x12\x1b.dast.v1.SignInGuestRequest\x1a\x1c.dast.v1.SignInGuestResponse\x12:\n\x0b\x43reateTable\x12\x1b.dast.v1.CreateTableRequest\x1a\x0e.dast.v1.Table\x12\x45\n\nListTables\x12\x1a.dast.v1.ListTablesRequest\x1a\x1b.dast.v1.ListTablesResponse\x12\x34\n\x08GetTable\x12\x18.dast.v1.GetTableRequest\x1a\x0e.dast.v1.Table\x12\x36\n\tJoinTable\x12\x19.dast.v1.JoinTableRequest\x1a\x0e.dast.v1.Table\x12\x38\n\nLeaveTable\x12\x1a.dast.v1.LeaveTableRequest\x1a\x0e.dast.v1.Table\x12\x38\n\nChooseSeat\x12\x1a.dast.v1.ChooseSeatRequest\x1a\x0e.dast.v1.Table\x12\x30\n\x06\x41\x64\x64\x42ot\x12\x16.dast.v1.AddBotRequest\x1a\x0e.dast.v1.Table\x12\x36\n\tStartGame\x12\x19.dast.v1.StartGameRequest\x1a\x0e.dast.v1.Table\x12\x38\n\nQuickMatch\x12\x1a.dast.v1.QuickMatchRequest\x1a\x0e.dast.v1.Table\x12\x32\n\x07Rematch\x12\x17.dast.v1.RematchRequest\x1a\x0e.dast.v1.Table\x12@\n\nWatchTable\x12\x1a.dast.v1.WatchTableRequest\x1a\x14.dast.v1.TableUpdate0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13\x64\x61st/v1/lobby.proto\x12\x07\x64\x61st.v1\x1a\x14\x64\x61st/v1/common.proto\x1a\x12\x64\x61st/v1/hand.proto\x1a\x12\x64\x61st/v1/hokm.proto\x1a\x19google/protobuf/any.proto\"\x9c\x01\n\x04Seat\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12\x0e\n\x06is_bot\x18\x04 \x01(\x08\x12$\n\tbot_level\x18\x05 \x01(\x0e\x32\x11.dast.v1.BotLevel\x12\x19\n\x11taken_over_by_bot\x18\x06 \x01(\x08\x12\x0c\n\x04left\x18\x07 \x01(\x08\"\xac\x02\n\rTableSettings\x12$\n\tgame_type\x18\x01 \x01(\x0e\x32\x11.dast.v1.GameType\x12\"\n\x04hokm\x18\x02 \x01(\x0b\x32\x12.dast.v1.HokmRulesH\x00\x12\"\n\x04hand\x18\x03 \x01(\x0b\x32\x12.dast.v1.HandRulesH\x00\x12%\n\x05other\x18\x0f \x01(\x0b\x32\x14.google.protobuf.AnyH\x00\x12\x14\n\x0ctarget_score\x18\x04 \x01(\r\x12\x14\n\x0cturn_seconds\x18\x05 \x01(\r\x12\x0f\n\x07private\x18\x06 \x01(\x08\x12\x1a\n\x12spectators_allowed\x18\x07 \x01(\x08\x12$\n\tbot_level\x18\x08 \x01(\x0e\x32\x11.dast.v1.BotLevelB\x07\n\x05rules\"\xe0\x01\n\x05Table\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12(\n\x08settings\x18\x02 \x01(\x0b\x32\x16.dast.v1.TableSettings\x12$\n\x06status\x18\x03 \x01(\x0e\x32\x14.dast.v1.TableStatus\x12\x0f\n\x07host_id\x18\x04 \x01(\t\x12\x1c\n\x05seats\x18\x05 \x03(\x0b\x32\r.dast.v1.Seat\x12\x0f\n\x07game_id\x18\x06 \x01(\t\x12\x13\n\x0binvite_code\x18\x07 \x01(\t\x12\x0f\n\x07version\x18\x08 \x01(\x04\x12\x0f\n\x07matches\x18\t \x01(\r\"=\n\x12SignInGuestRequest\x12\x11\n\tdevice_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\"|\n\x13SignInGuestResponse\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\r\n\x05token\x18\x03 \x01(\t\x12\x15\n\rexpires_at_ms\x18\x04 \x01(\x03\x12\x16\n\x0eserver_time_ms\x18\x05 \x01(\x03\">\n\x12\x43reateTableRequest\x12(\n\x08settings\x18\x01 \x01(\x0b\x32\x16.dast.v1.TableSettings\"4\n\x13\x43reateTableResponse\x12\x1d\n\x05table\x18\x01 \x01(\x0b\x32\x0e.dast.v1.Table\"R\n\x11ListTablesRequest\x12$\n\tgame_type\x18\x01 \x01(\x0e\x32\x11.dast.v1.GameType\x12\x17\n\x0finclude_playing\x18\x02 \x01(\x08\"4\n\x12ListTablesResponse\x12\x1e\n\x06tables\x18\x01 \x03(\x0b\x32\x0e.dast.v1.Table\"4\n\x0fGetTableRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\"1\n\x10GetTableResponse\x12\x1d\n\x05table\x18\x01 \x01(\x0b\x32\x0e.dast.v1.Table\"U\n\x10JoinTableRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x13\n\x0binvite_code\x18\x02 \x01(\t\x12\x11\n\x04seat\x18\x03 \x01(\rH\x00\x88\x01\x01\x42\x07\n\x05_seat\"2\n\x11JoinTableResponse\x12\x1d\n\x05table\x18\x01 \x01(\x0b\x32\x0e.dast.v1.Table\"%\n\x11LeaveTableRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\"3\n\x12LeaveTableResponse\x12\x1d\n\x05table\x18\x01 \x01(\x0b\x32\x0e.dast.v1.Table\"3\n\x11\x43hooseSeatRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\"3\n\x12\x43hooseSeatResponse\x12\x1d\n\x05table\x18\x01 \x01(\x0b\x32\x0e.dast.v1.Table\"Q\n\rAddBotRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12 \n\x05level\x18\x03 \x01(\x0e\x32\x11.dast.v1.BotLevel\"/\n\x0e\x41\x64\x64\x42otResponse\x12\x1d\n\x05table\x18\x01 \x01(\x0b\x32\x0e.dast.v1.Table\"$\n\x10StartGameRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\"2\n\x11StartGameResponse\x12\x1d\n\x05table\x18\x01 \x01(\x0b\x32\x0e.dast.v1.Table\"\x8c\x01\n\x11QuickMatchRequest\x12$\n\tgame_type\x18\x01 \x01(\x0e\x32\x11.dast.v1.GameType\x12\x0f\n\x07players\x18\x04 \x01(\r\x12*\n\x0chokm_variant\x18\x02 \x01(\x0e\x32\x14.dast.v1.HokmVariant\x12\x14\n\x0chand_players\x18\x03 \x01(\r\"3\n\x12QuickMatchResponse\x12\x1d\n\x05table\x18\x01 \x01(\x0b\x32\x0e.dast.v1.Table\"\"\n\x0eRematchRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\"0\n\x0fRematchResponse\x12\x1d\n\x05table\x18\x01 \x01(\x0b\x32\x0e.dast.v1.Table\"%\n\x11WatchTableRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\":\n\x12WatchTableResponse\x12$\n\x06update\x18\x01 \x01(\x0b\x32\x14.dast.v1.TableUpdate\"\x95\x01\n\x0bTableUpdate\x12&\n\x04kind\x18\x01 \x01(\x0e\x32\x18.dast.v1.TableUpdateKind\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x11\n\tplayer_id\x18\x03 \x01(\t\x12\x0f\n\x07version\x18\x04 \x01(\x04\x12\r\n\x05\x61t_ms\x18\x05 \x01(\x03\x12\x1d\n\x05table\x18\x06 \x01(\x0b\x32\x0e.dast.v1.Table*\x93\x01\n\x0bTableStatus\x12\x1c\n\x18TABLE_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14TABLE_STATUS_WAITING\x10\x01\x12\x18\n\x14TABLE_STATUS_PLAYING\x10\x02\x12\x19\n\x15TABLE_STATUS_FINISHED\x10\x03\x12\x17\n\x13TABLE_STATUS_CLOSED\x10\x04*|\n\x08\x42otLevel\x12\x19\n\x15\x42OT_LEVEL_UNSPECIFIED\x10\x00\x12\x14\n\x10\x42OT_LEVEL_RANDOM\x10\x01\x12\x14\n\x10\x42OT_LEVEL_GREEDY\x10\x02\x12\x13\n\x0f\x42OT_LEVEL_BASIC\x10\x03\x12\x14\n\x10\x42OT_LEVEL_EXPERT\x10\x04*\xdd\x03\n\x0fTableUpdateKind\x12!\n\x1dTABLE_UPDATE_KIND_UNSPECIFIED\x10\x00\x12\x1e\n\x1aTABLE_UPDATE_KIND_SNAPSHOT\x10\x01\x12\x1d\n\x19TABLE_UPDATE_KIND_CREATED\x10\x02\x12#\n\x1fTABLE_UPDATE_KIND_PLAYER_JOINED\x10\x03\x12!\n\x1dTABLE_UPDATE_KIND_PLAYER_LEFT\x10\x04\x12!\n\x1dTABLE_UPDATE_KIND_SEAT_CHOSEN\x10\x05\x12\x1f\n\x1bTABLE_UPDATE_KIND_BOT_ADDED\x10\x06\x12\"\n\x1eTABLE_UPDATE_KIND_GAME_STARTED\x10\x07\x12,\n(TABLE_UPDATE_KIND_SEAT_TAKEN_OVER_BY_BOT\x10\x08\x12#\n\x1fTABLE_UPDATE_KIND_SEAT_RETURNED\x10\t\x12#\n\x1fTABLE_UPDATE_KIND_GAME_FINISHED\x10\n\x12\"\n\x1eTABLE_UPDATE_KIND_HOST_CHANGED\x10\x0b\x12\x1c\n\x18TABLE_UPDATE_KIND_CLOSED\x10\x0c\x32\xc9\x06\n\x0cLobbyService\x12H\n\x0bSignInGuest\x12\x1b.dast.v1.SignInGuestRequest\x1a\x1c.dast.v1.SignInGuestResponse\x12H\n\x0b\x43reateTable\x12\x1b.dast.v1.CreateTableRequest\x1a\x1c.dast.v1.CreateTableResponse\x12\x45\n\nListTables\x12\x1a.dast.v1.ListTablesRequest\x1a\x1b.dast.v1.ListTablesResponse\x12?\n\x08GetTable\x12\x18.dast.v1.GetTableRequest\x1a\x19.dast.v1.GetTableResponse\x12\x42\n\tJoinTable\x12\x19.dast.v1.JoinTableRequest\x1a\x1a.dast.v1.JoinTableResponse\x12\x45\n\nLeaveTable\x12\x1a.dast.v1.LeaveTableRequest\x1a\x1b.dast.v1.LeaveTableResponse\x12\x45\n\nChooseSeat\x12\x1a.dast.v1.ChooseSeatRequest\x1a\x1b.dast.v1.ChooseSeatResponse\x12\x39\n\x06\x41\x64\x64\x42ot\x12\x16.dast.v1.AddBotRequest\x1a\x17.dast.v1.AddBotResponse\x12\x42\n\tStartGame\x12\x19.dast.v1.StartGameRequest\x1a\x1a.dast.v1.StartGameResponse\x12\x45\n\nQuickMatch\x12\x1a.dast.v1.QuickMatchRequest\x1a\x1b.dast.v1.QuickMatchResponse\x12<\n\x07Rematch\x12\x17.dast.v1.RematchRequest\x1a\x18.dast.v1.RematchResponse\x12G\n\nWatchTable\x12\x1a.dast.v1.WatchTableRequest\x1a\x1b.dast.v1.WatchTableResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'dast.v1.lobby_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TABLESTATUS']._serialized_start=1902
-  _globals['_TABLESTATUS']._serialized_end=2049
-  _globals['_BOTLEVEL']._serialized_start=2051
-  _globals['_BOTLEVEL']._serialized_end=2175
-  _globals['_TABLEUPDATEKIND']._serialized_start=2178
-  _globals['_TABLEUPDATEKIND']._serialized_end=2655
+  _globals['_TABLESTATUS']._serialized_start=2453
+  _globals['_TABLESTATUS']._serialized_end=2600
+  _globals['_BOTLEVEL']._serialized_start=2602
+  _globals['_BOTLEVEL']._serialized_end=2726
+  _globals['_TABLEUPDATEKIND']._serialized_start=2729
+  _globals['_TABLEUPDATEKIND']._serialized_end=3206
   _globals['_SEAT']._serialized_start=122
   _globals['_SEAT']._serialized_end=278
   _globals['_TABLESETTINGS']._serialized_start=281
@@ -50,33 +50,53 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SIGNINGUESTREQUEST']._serialized_start=810
   _globals['_SIGNINGUESTREQUEST']._serialized_end=871
   _globals['_SIGNINGUESTRESPONSE']._serialized_start=873
-  _globals['_SIGNINGUESTRESPONSE']._serialized_end=973
-  _globals['_CREATETABLEREQUEST']._serialized_start=975
-  _globals['_CREATETABLEREQUEST']._serialized_end=1037
-  _globals['_LISTTABLESREQUEST']._serialized_start=1039
-  _globals['_LISTTABLESREQUEST']._serialized_end=1121
-  _globals['_LISTTABLESRESPONSE']._serialized_start=1123
-  _globals['_LISTTABLESRESPONSE']._serialized_end=1175
-  _globals['_GETTABLEREQUEST']._serialized_start=1177
-  _globals['_GETTABLEREQUEST']._serialized_end=1229
-  _globals['_JOINTABLEREQUEST']._serialized_start=1231
-  _globals['_JOINTABLEREQUEST']._serialized_end=1316
-  _globals['_LEAVETABLEREQUEST']._serialized_start=1318
-  _globals['_LEAVETABLEREQUEST']._serialized_end=1355
-  _globals['_CHOOSESEATREQUEST']._serialized_start=1357
-  _globals['_CHOOSESEATREQUEST']._serialized_end=1408
-  _globals['_ADDBOTREQUEST']._serialized_start=1410
-  _globals['_ADDBOTREQUEST']._serialized_end=1491
-  _globals['_STARTGAMEREQUEST']._serialized_start=1493
-  _globals['_STARTGAMEREQUEST']._serialized_end=1529
-  _globals['_QUICKMATCHREQUEST']._serialized_start=1532
-  _globals['_QUICKMATCHREQUEST']._serialized_end=1672
-  _globals['_REMATCHREQUEST']._serialized_start=1674
-  _globals['_REMATCHREQUEST']._serialized_end=1708
-  _globals['_WATCHTABLEREQUEST']._serialized_start=1710
-  _globals['_WATCHTABLEREQUEST']._serialized_end=1747
-  _globals['_TABLEUPDATE']._serialized_start=1750
-  _globals['_TABLEUPDATE']._serialized_end=1899
-  _globals['_LOBBYSERVICE']._serialized_start=2658
-  _globals['_LOBBYSERVICE']._serialized_end=3385
+  _globals['_SIGNINGUESTRESPONSE']._serialized_end=997
+  _globals['_CREATETABLEREQUEST']._serialized_start=999
+  _globals['_CREATETABLEREQUEST']._serialized_end=1061
+  _globals['_CREATETABLERESPONSE']._serialized_start=1063
+  _globals['_CREATETABLERESPONSE']._serialized_end=1115
+  _globals['_LISTTABLESREQUEST']._serialized_start=1117
+  _globals['_LISTTABLESREQUEST']._serialized_end=1199
+  _globals['_LISTTABLESRESPONSE']._serialized_start=1201
+  _globals['_LISTTABLESRESPONSE']._serialized_end=1253
+  _globals['_GETTABLEREQUEST']._serialized_start=1255
+  _globals['_GETTABLEREQUEST']._serialized_end=1307
+  _globals['_GETTABLERESPONSE']._serialized_start=1309
+  _globals['_GETTABLERESPONSE']._serialized_end=1358
+  _globals['_JOINTABLEREQUEST']._serialized_start=1360
+  _globals['_JOINTABLEREQUEST']._serialized_end=1445
+  _globals['_JOINTABLERESPONSE']._serialized_start=1447
+  _globals['_JOINTABLERESPONSE']._serialized_end=1497
+  _globals['_LEAVETABLEREQUEST']._serialized_start=1499
+  _globals['_LEAVETABLEREQUEST']._serialized_end=1536
+  _globals['_LEAVETABLERESPONSE']._serialized_start=1538
+  _globals['_LEAVETABLERESPONSE']._serialized_end=1589
+  _globals['_CHOOSESEATREQUEST']._serialized_start=1591
+  _globals['_CHOOSESEATREQUEST']._serialized_end=1642
+  _globals['_CHOOSESEATRESPONSE']._serialized_start=1644
+  _globals['_CHOOSESEATRESPONSE']._serialized_end=1695
+  _globals['_ADDBOTREQUEST']._serialized_start=1697
+  _globals['_ADDBOTREQUEST']._serialized_end=1778
+  _globals['_ADDBOTRESPONSE']._serialized_start=1780
+  _globals['_ADDBOTRESPONSE']._serialized_end=1827
+  _globals['_STARTGAMEREQUEST']._serialized_start=1829
+  _globals['_STARTGAMEREQUEST']._serialized_end=1865
+  _globals['_STARTGAMERESPONSE']._serialized_start=1867
+  _globals['_STARTGAMERESPONSE']._serialized_end=1917
+  _globals['_QUICKMATCHREQUEST']._serialized_start=1920
+  _globals['_QUICKMATCHREQUEST']._serialized_end=2060
+  _globals['_QUICKMATCHRESPONSE']._serialized_start=2062
+  _globals['_QUICKMATCHRESPONSE']._serialized_end=2113
+  _globals['_REMATCHREQUEST']._serialized_start=2115
+  _globals['_REMATCHREQUEST']._serialized_end=2149
+  _globals['_REMATCHRESPONSE']._serialized_start=2151
+  _globals['_REMATCHRESPONSE']._serialized_end=2199
+  _globals['_WATCHTABLEREQUEST']._serialized_start=2201
+  _globals['_WATCHTABLEREQUEST']._serialized_end=2238
+  _globals['_WATCHTABLERESPONSE']._serialized_start=2240
+  _globals['_WATCHTABLERESPONSE']._serialized_end=2298
+  _globals['_TABLEUPDATE']._serialized_start=2301
+  _globals['_TABLEUPDATE']._serialized_end=2450
+  _globals['_LOBBYSERVICE']._serialized_start=3209
+  _globals['_LOBBYSERVICE']._serialized_end=4050
 # @@protoc_insertion_point(module_scope)

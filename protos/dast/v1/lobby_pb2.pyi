@@ -13,7 +13,8 @@ Presence: a seated player whose Subscribe stream to the game has been gone longe
 the grace period is replaced by a bot (TABLE_UPDATE_KIND_SEAT_TAKEN_OVER_BY_BOT); when the
 player subscribes again the seat is theirs again (TABLE_UPDATE_KIND_SEAT_RETURNED).
 
-Errors: as GameService (google.rpc.ErrorInfo reasons in domain "dast"): NOT_FOUND for no
+Errors: as GameService (google.rpc.ErrorInfo, domain "dast.dev", reason the name of an
+ErrorReason value of errors.proto, e.g. "ERROR_REASON_TABLE_FULL"): NOT_FOUND for no
 such table or invite code, FAILED_PRECONDITION for a seat taken, a table full or already
 playing, PERMISSION_DENIED for a non-host starting or adding bots, INVALID_ARGUMENT for
 settings outside the allowed values, ABORTED when a concurrent change won (retry).
@@ -305,11 +306,15 @@ class SignInGuestResponse(google.protobuf.message.Message):
     DISPLAY_NAME_FIELD_NUMBER: builtins.int
     TOKEN_FIELD_NUMBER: builtins.int
     EXPIRES_AT_MS_FIELD_NUMBER: builtins.int
+    SERVER_TIME_MS_FIELD_NUMBER: builtins.int
     player_id: builtins.str
     display_name: builtins.str
     token: builtins.str
     """bearer token for the lobby and game services"""
     expires_at_ms: builtins.int
+    """the server's clock (compare with server_time_ms)"""
+    server_time_ms: builtins.int
+    """the server's clock when it replied (game.proto "Clocks")"""
     def __init__(
         self,
         *,
@@ -317,8 +322,9 @@ class SignInGuestResponse(google.protobuf.message.Message):
         display_name: builtins.str = ...,
         token: builtins.str = ...,
         expires_at_ms: builtins.int = ...,
+        server_time_ms: builtins.int = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["display_name", b"display_name", "expires_at_ms", b"expires_at_ms", "player_id", b"player_id", "token", b"token"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["display_name", b"display_name", "expires_at_ms", b"expires_at_ms", "player_id", b"player_id", "server_time_ms", b"server_time_ms", "token", b"token"]) -> None: ...
 
 Global___SignInGuestResponse: typing_extensions.TypeAlias = SignInGuestResponse
 
@@ -338,6 +344,25 @@ class CreateTableRequest(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["settings", b"settings"]) -> None: ...
 
 Global___CreateTableRequest: typing_extensions.TypeAlias = CreateTableRequest
+
+@typing.final
+class CreateTableResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TABLE_FIELD_NUMBER: builtins.int
+    @property
+    def table(self) -> Global___Table:
+        """the table after the call"""
+
+    def __init__(
+        self,
+        *,
+        table: Global___Table | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["table", b"table"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["table", b"table"]) -> None: ...
+
+Global___CreateTableResponse: typing_extensions.TypeAlias = CreateTableResponse
 
 @typing.final
 class ListTablesRequest(google.protobuf.message.Message):
@@ -394,6 +419,23 @@ class GetTableRequest(google.protobuf.message.Message):
 Global___GetTableRequest: typing_extensions.TypeAlias = GetTableRequest
 
 @typing.final
+class GetTableResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TABLE_FIELD_NUMBER: builtins.int
+    @property
+    def table(self) -> Global___Table: ...
+    def __init__(
+        self,
+        *,
+        table: Global___Table | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["table", b"table"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["table", b"table"]) -> None: ...
+
+Global___GetTableResponse: typing_extensions.TypeAlias = GetTableResponse
+
+@typing.final
 class JoinTableRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
@@ -417,6 +459,25 @@ class JoinTableRequest(google.protobuf.message.Message):
 Global___JoinTableRequest: typing_extensions.TypeAlias = JoinTableRequest
 
 @typing.final
+class JoinTableResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TABLE_FIELD_NUMBER: builtins.int
+    @property
+    def table(self) -> Global___Table:
+        """the table after the call"""
+
+    def __init__(
+        self,
+        *,
+        table: Global___Table | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["table", b"table"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["table", b"table"]) -> None: ...
+
+Global___JoinTableResponse: typing_extensions.TypeAlias = JoinTableResponse
+
+@typing.final
 class LeaveTableRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
@@ -430,6 +491,25 @@ class LeaveTableRequest(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["table_id", b"table_id"]) -> None: ...
 
 Global___LeaveTableRequest: typing_extensions.TypeAlias = LeaveTableRequest
+
+@typing.final
+class LeaveTableResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TABLE_FIELD_NUMBER: builtins.int
+    @property
+    def table(self) -> Global___Table:
+        """the table after the call"""
+
+    def __init__(
+        self,
+        *,
+        table: Global___Table | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["table", b"table"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["table", b"table"]) -> None: ...
+
+Global___LeaveTableResponse: typing_extensions.TypeAlias = LeaveTableResponse
 
 @typing.final
 class ChooseSeatRequest(google.protobuf.message.Message):
@@ -448,6 +528,25 @@ class ChooseSeatRequest(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["seat", b"seat", "table_id", b"table_id"]) -> None: ...
 
 Global___ChooseSeatRequest: typing_extensions.TypeAlias = ChooseSeatRequest
+
+@typing.final
+class ChooseSeatResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TABLE_FIELD_NUMBER: builtins.int
+    @property
+    def table(self) -> Global___Table:
+        """the table after the call"""
+
+    def __init__(
+        self,
+        *,
+        table: Global___Table | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["table", b"table"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["table", b"table"]) -> None: ...
+
+Global___ChooseSeatResponse: typing_extensions.TypeAlias = ChooseSeatResponse
 
 @typing.final
 class AddBotRequest(google.protobuf.message.Message):
@@ -471,6 +570,25 @@ class AddBotRequest(google.protobuf.message.Message):
 Global___AddBotRequest: typing_extensions.TypeAlias = AddBotRequest
 
 @typing.final
+class AddBotResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TABLE_FIELD_NUMBER: builtins.int
+    @property
+    def table(self) -> Global___Table:
+        """the table after the call"""
+
+    def __init__(
+        self,
+        *,
+        table: Global___Table | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["table", b"table"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["table", b"table"]) -> None: ...
+
+Global___AddBotResponse: typing_extensions.TypeAlias = AddBotResponse
+
+@typing.final
 class StartGameRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
@@ -484,6 +602,25 @@ class StartGameRequest(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["table_id", b"table_id"]) -> None: ...
 
 Global___StartGameRequest: typing_extensions.TypeAlias = StartGameRequest
+
+@typing.final
+class StartGameResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TABLE_FIELD_NUMBER: builtins.int
+    @property
+    def table(self) -> Global___Table:
+        """the table after the call"""
+
+    def __init__(
+        self,
+        *,
+        table: Global___Table | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["table", b"table"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["table", b"table"]) -> None: ...
+
+Global___StartGameResponse: typing_extensions.TypeAlias = StartGameResponse
 
 @typing.final
 class QuickMatchRequest(google.protobuf.message.Message):
@@ -515,6 +652,25 @@ class QuickMatchRequest(google.protobuf.message.Message):
 Global___QuickMatchRequest: typing_extensions.TypeAlias = QuickMatchRequest
 
 @typing.final
+class QuickMatchResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TABLE_FIELD_NUMBER: builtins.int
+    @property
+    def table(self) -> Global___Table:
+        """the table after the call"""
+
+    def __init__(
+        self,
+        *,
+        table: Global___Table | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["table", b"table"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["table", b"table"]) -> None: ...
+
+Global___QuickMatchResponse: typing_extensions.TypeAlias = QuickMatchResponse
+
+@typing.final
 class RematchRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
@@ -530,6 +686,25 @@ class RematchRequest(google.protobuf.message.Message):
 Global___RematchRequest: typing_extensions.TypeAlias = RematchRequest
 
 @typing.final
+class RematchResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TABLE_FIELD_NUMBER: builtins.int
+    @property
+    def table(self) -> Global___Table:
+        """the table after the call"""
+
+    def __init__(
+        self,
+        *,
+        table: Global___Table | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["table", b"table"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["table", b"table"]) -> None: ...
+
+Global___RematchResponse: typing_extensions.TypeAlias = RematchResponse
+
+@typing.final
 class WatchTableRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
@@ -543,6 +718,25 @@ class WatchTableRequest(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["table_id", b"table_id"]) -> None: ...
 
 Global___WatchTableRequest: typing_extensions.TypeAlias = WatchTableRequest
+
+@typing.final
+class WatchTableResponse(google.protobuf.message.Message):
+    """One message of a watch: the first carries TABLE_UPDATE_KIND_SNAPSHOT."""
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    UPDATE_FIELD_NUMBER: builtins.int
+    @property
+    def update(self) -> Global___TableUpdate: ...
+    def __init__(
+        self,
+        *,
+        update: Global___TableUpdate | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["update", b"update"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["update", b"update"]) -> None: ...
+
+Global___WatchTableResponse: typing_extensions.TypeAlias = WatchTableResponse
 
 @typing.final
 class TableUpdate(google.protobuf.message.Message):

@@ -42,7 +42,7 @@ class LobbyServiceStub:
         self.CreateTable = channel.unary_unary(
                 '/dast.v1.LobbyService/CreateTable',
                 request_serializer=dast_dot_v1_dot_lobby__pb2.CreateTableRequest.SerializeToString,
-                response_deserializer=dast_dot_v1_dot_lobby__pb2.Table.FromString,
+                response_deserializer=dast_dot_v1_dot_lobby__pb2.CreateTableResponse.FromString,
                 _registered_method=True)
         self.ListTables = channel.unary_unary(
                 '/dast.v1.LobbyService/ListTables',
@@ -52,47 +52,47 @@ class LobbyServiceStub:
         self.GetTable = channel.unary_unary(
                 '/dast.v1.LobbyService/GetTable',
                 request_serializer=dast_dot_v1_dot_lobby__pb2.GetTableRequest.SerializeToString,
-                response_deserializer=dast_dot_v1_dot_lobby__pb2.Table.FromString,
+                response_deserializer=dast_dot_v1_dot_lobby__pb2.GetTableResponse.FromString,
                 _registered_method=True)
         self.JoinTable = channel.unary_unary(
                 '/dast.v1.LobbyService/JoinTable',
                 request_serializer=dast_dot_v1_dot_lobby__pb2.JoinTableRequest.SerializeToString,
-                response_deserializer=dast_dot_v1_dot_lobby__pb2.Table.FromString,
+                response_deserializer=dast_dot_v1_dot_lobby__pb2.JoinTableResponse.FromString,
                 _registered_method=True)
         self.LeaveTable = channel.unary_unary(
                 '/dast.v1.LobbyService/LeaveTable',
                 request_serializer=dast_dot_v1_dot_lobby__pb2.LeaveTableRequest.SerializeToString,
-                response_deserializer=dast_dot_v1_dot_lobby__pb2.Table.FromString,
+                response_deserializer=dast_dot_v1_dot_lobby__pb2.LeaveTableResponse.FromString,
                 _registered_method=True)
         self.ChooseSeat = channel.unary_unary(
                 '/dast.v1.LobbyService/ChooseSeat',
                 request_serializer=dast_dot_v1_dot_lobby__pb2.ChooseSeatRequest.SerializeToString,
-                response_deserializer=dast_dot_v1_dot_lobby__pb2.Table.FromString,
+                response_deserializer=dast_dot_v1_dot_lobby__pb2.ChooseSeatResponse.FromString,
                 _registered_method=True)
         self.AddBot = channel.unary_unary(
                 '/dast.v1.LobbyService/AddBot',
                 request_serializer=dast_dot_v1_dot_lobby__pb2.AddBotRequest.SerializeToString,
-                response_deserializer=dast_dot_v1_dot_lobby__pb2.Table.FromString,
+                response_deserializer=dast_dot_v1_dot_lobby__pb2.AddBotResponse.FromString,
                 _registered_method=True)
         self.StartGame = channel.unary_unary(
                 '/dast.v1.LobbyService/StartGame',
                 request_serializer=dast_dot_v1_dot_lobby__pb2.StartGameRequest.SerializeToString,
-                response_deserializer=dast_dot_v1_dot_lobby__pb2.Table.FromString,
+                response_deserializer=dast_dot_v1_dot_lobby__pb2.StartGameResponse.FromString,
                 _registered_method=True)
         self.QuickMatch = channel.unary_unary(
                 '/dast.v1.LobbyService/QuickMatch',
                 request_serializer=dast_dot_v1_dot_lobby__pb2.QuickMatchRequest.SerializeToString,
-                response_deserializer=dast_dot_v1_dot_lobby__pb2.Table.FromString,
+                response_deserializer=dast_dot_v1_dot_lobby__pb2.QuickMatchResponse.FromString,
                 _registered_method=True)
         self.Rematch = channel.unary_unary(
                 '/dast.v1.LobbyService/Rematch',
                 request_serializer=dast_dot_v1_dot_lobby__pb2.RematchRequest.SerializeToString,
-                response_deserializer=dast_dot_v1_dot_lobby__pb2.Table.FromString,
+                response_deserializer=dast_dot_v1_dot_lobby__pb2.RematchResponse.FromString,
                 _registered_method=True)
         self.WatchTable = channel.unary_stream(
                 '/dast.v1.LobbyService/WatchTable',
                 request_serializer=dast_dot_v1_dot_lobby__pb2.WatchTableRequest.SerializeToString,
-                response_deserializer=dast_dot_v1_dot_lobby__pb2.TableUpdate.FromString,
+                response_deserializer=dast_dot_v1_dot_lobby__pb2.WatchTableResponse.FromString,
                 _registered_method=True)
 
 
@@ -200,7 +200,7 @@ def add_LobbyServiceServicer_to_server(servicer, server):
             'CreateTable': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateTable,
                     request_deserializer=dast_dot_v1_dot_lobby__pb2.CreateTableRequest.FromString,
-                    response_serializer=dast_dot_v1_dot_lobby__pb2.Table.SerializeToString,
+                    response_serializer=dast_dot_v1_dot_lobby__pb2.CreateTableResponse.SerializeToString,
             ),
             'ListTables': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTables,
@@ -210,47 +210,47 @@ def add_LobbyServiceServicer_to_server(servicer, server):
             'GetTable': grpc.unary_unary_rpc_method_handler(
                     servicer.GetTable,
                     request_deserializer=dast_dot_v1_dot_lobby__pb2.GetTableRequest.FromString,
-                    response_serializer=dast_dot_v1_dot_lobby__pb2.Table.SerializeToString,
+                    response_serializer=dast_dot_v1_dot_lobby__pb2.GetTableResponse.SerializeToString,
             ),
             'JoinTable': grpc.unary_unary_rpc_method_handler(
                     servicer.JoinTable,
                     request_deserializer=dast_dot_v1_dot_lobby__pb2.JoinTableRequest.FromString,
-                    response_serializer=dast_dot_v1_dot_lobby__pb2.Table.SerializeToString,
+                    response_serializer=dast_dot_v1_dot_lobby__pb2.JoinTableResponse.SerializeToString,
             ),
             'LeaveTable': grpc.unary_unary_rpc_method_handler(
                     servicer.LeaveTable,
                     request_deserializer=dast_dot_v1_dot_lobby__pb2.LeaveTableRequest.FromString,
-                    response_serializer=dast_dot_v1_dot_lobby__pb2.Table.SerializeToString,
+                    response_serializer=dast_dot_v1_dot_lobby__pb2.LeaveTableResponse.SerializeToString,
             ),
             'ChooseSeat': grpc.unary_unary_rpc_method_handler(
                     servicer.ChooseSeat,
                     request_deserializer=dast_dot_v1_dot_lobby__pb2.ChooseSeatRequest.FromString,
-                    response_serializer=dast_dot_v1_dot_lobby__pb2.Table.SerializeToString,
+                    response_serializer=dast_dot_v1_dot_lobby__pb2.ChooseSeatResponse.SerializeToString,
             ),
             'AddBot': grpc.unary_unary_rpc_method_handler(
                     servicer.AddBot,
                     request_deserializer=dast_dot_v1_dot_lobby__pb2.AddBotRequest.FromString,
-                    response_serializer=dast_dot_v1_dot_lobby__pb2.Table.SerializeToString,
+                    response_serializer=dast_dot_v1_dot_lobby__pb2.AddBotResponse.SerializeToString,
             ),
             'StartGame': grpc.unary_unary_rpc_method_handler(
                     servicer.StartGame,
                     request_deserializer=dast_dot_v1_dot_lobby__pb2.StartGameRequest.FromString,
-                    response_serializer=dast_dot_v1_dot_lobby__pb2.Table.SerializeToString,
+                    response_serializer=dast_dot_v1_dot_lobby__pb2.StartGameResponse.SerializeToString,
             ),
             'QuickMatch': grpc.unary_unary_rpc_method_handler(
                     servicer.QuickMatch,
                     request_deserializer=dast_dot_v1_dot_lobby__pb2.QuickMatchRequest.FromString,
-                    response_serializer=dast_dot_v1_dot_lobby__pb2.Table.SerializeToString,
+                    response_serializer=dast_dot_v1_dot_lobby__pb2.QuickMatchResponse.SerializeToString,
             ),
             'Rematch': grpc.unary_unary_rpc_method_handler(
                     servicer.Rematch,
                     request_deserializer=dast_dot_v1_dot_lobby__pb2.RematchRequest.FromString,
-                    response_serializer=dast_dot_v1_dot_lobby__pb2.Table.SerializeToString,
+                    response_serializer=dast_dot_v1_dot_lobby__pb2.RematchResponse.SerializeToString,
             ),
             'WatchTable': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchTable,
                     request_deserializer=dast_dot_v1_dot_lobby__pb2.WatchTableRequest.FromString,
-                    response_serializer=dast_dot_v1_dot_lobby__pb2.TableUpdate.SerializeToString,
+                    response_serializer=dast_dot_v1_dot_lobby__pb2.WatchTableResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -306,7 +306,7 @@ class LobbyService:
             target,
             '/dast.v1.LobbyService/CreateTable',
             dast_dot_v1_dot_lobby__pb2.CreateTableRequest.SerializeToString,
-            dast_dot_v1_dot_lobby__pb2.Table.FromString,
+            dast_dot_v1_dot_lobby__pb2.CreateTableResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -360,7 +360,7 @@ class LobbyService:
             target,
             '/dast.v1.LobbyService/GetTable',
             dast_dot_v1_dot_lobby__pb2.GetTableRequest.SerializeToString,
-            dast_dot_v1_dot_lobby__pb2.Table.FromString,
+            dast_dot_v1_dot_lobby__pb2.GetTableResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -387,7 +387,7 @@ class LobbyService:
             target,
             '/dast.v1.LobbyService/JoinTable',
             dast_dot_v1_dot_lobby__pb2.JoinTableRequest.SerializeToString,
-            dast_dot_v1_dot_lobby__pb2.Table.FromString,
+            dast_dot_v1_dot_lobby__pb2.JoinTableResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -414,7 +414,7 @@ class LobbyService:
             target,
             '/dast.v1.LobbyService/LeaveTable',
             dast_dot_v1_dot_lobby__pb2.LeaveTableRequest.SerializeToString,
-            dast_dot_v1_dot_lobby__pb2.Table.FromString,
+            dast_dot_v1_dot_lobby__pb2.LeaveTableResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -441,7 +441,7 @@ class LobbyService:
             target,
             '/dast.v1.LobbyService/ChooseSeat',
             dast_dot_v1_dot_lobby__pb2.ChooseSeatRequest.SerializeToString,
-            dast_dot_v1_dot_lobby__pb2.Table.FromString,
+            dast_dot_v1_dot_lobby__pb2.ChooseSeatResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -468,7 +468,7 @@ class LobbyService:
             target,
             '/dast.v1.LobbyService/AddBot',
             dast_dot_v1_dot_lobby__pb2.AddBotRequest.SerializeToString,
-            dast_dot_v1_dot_lobby__pb2.Table.FromString,
+            dast_dot_v1_dot_lobby__pb2.AddBotResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -495,7 +495,7 @@ class LobbyService:
             target,
             '/dast.v1.LobbyService/StartGame',
             dast_dot_v1_dot_lobby__pb2.StartGameRequest.SerializeToString,
-            dast_dot_v1_dot_lobby__pb2.Table.FromString,
+            dast_dot_v1_dot_lobby__pb2.StartGameResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -522,7 +522,7 @@ class LobbyService:
             target,
             '/dast.v1.LobbyService/QuickMatch',
             dast_dot_v1_dot_lobby__pb2.QuickMatchRequest.SerializeToString,
-            dast_dot_v1_dot_lobby__pb2.Table.FromString,
+            dast_dot_v1_dot_lobby__pb2.QuickMatchResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -549,7 +549,7 @@ class LobbyService:
             target,
             '/dast.v1.LobbyService/Rematch',
             dast_dot_v1_dot_lobby__pb2.RematchRequest.SerializeToString,
-            dast_dot_v1_dot_lobby__pb2.Table.FromString,
+            dast_dot_v1_dot_lobby__pb2.RematchResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -576,7 +576,7 @@ class LobbyService:
             target,
             '/dast.v1.LobbyService/WatchTable',
             dast_dot_v1_dot_lobby__pb2.WatchTableRequest.SerializeToString,
-            dast_dot_v1_dot_lobby__pb2.TableUpdate.FromString,
+            dast_dot_v1_dot_lobby__pb2.WatchTableResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -13,7 +13,8 @@ Presence: a seated player whose Subscribe stream to the game has been gone longe
 the grace period is replaced by a bot (TABLE_UPDATE_KIND_SEAT_TAKEN_OVER_BY_BOT); when the
 player subscribes again the seat is theirs again (TABLE_UPDATE_KIND_SEAT_RETURNED).
 
-Errors: as GameService (google.rpc.ErrorInfo reasons in domain "dast"): NOT_FOUND for no
+Errors: as GameService (google.rpc.ErrorInfo, domain "dast.dev", reason the name of an
+ErrorReason value of errors.proto, e.g. "ERROR_REASON_TABLE_FULL"): NOT_FOUND for no
 such table or invite code, FAILED_PRECONDITION for a seat taken, a table full or already
 playing, PERMISSION_DENIED for a non-host starting or adding bots, INVALID_ARGUMENT for
 settings outside the allowed values, ABORTED when a concurrent change won (retry).
@@ -61,15 +62,15 @@ _LobbyServiceCreateTableType = typing_extensions.TypeVar(
     '_LobbyServiceCreateTableType',
     grpc.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.CreateTableRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.CreateTableResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.CreateTableRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.CreateTableResponse,
     ],
     default=grpc.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.CreateTableRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.CreateTableResponse,
     ],
 )
 
@@ -93,15 +94,15 @@ _LobbyServiceGetTableType = typing_extensions.TypeVar(
     '_LobbyServiceGetTableType',
     grpc.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.GetTableRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.GetTableResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.GetTableRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.GetTableResponse,
     ],
     default=grpc.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.GetTableRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.GetTableResponse,
     ],
 )
 
@@ -109,15 +110,15 @@ _LobbyServiceJoinTableType = typing_extensions.TypeVar(
     '_LobbyServiceJoinTableType',
     grpc.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.JoinTableRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.JoinTableResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.JoinTableRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.JoinTableResponse,
     ],
     default=grpc.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.JoinTableRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.JoinTableResponse,
     ],
 )
 
@@ -125,15 +126,15 @@ _LobbyServiceLeaveTableType = typing_extensions.TypeVar(
     '_LobbyServiceLeaveTableType',
     grpc.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.LeaveTableRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.LeaveTableResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.LeaveTableRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.LeaveTableResponse,
     ],
     default=grpc.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.LeaveTableRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.LeaveTableResponse,
     ],
 )
 
@@ -141,15 +142,15 @@ _LobbyServiceChooseSeatType = typing_extensions.TypeVar(
     '_LobbyServiceChooseSeatType',
     grpc.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.ChooseSeatRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.ChooseSeatResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.ChooseSeatRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.ChooseSeatResponse,
     ],
     default=grpc.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.ChooseSeatRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.ChooseSeatResponse,
     ],
 )
 
@@ -157,15 +158,15 @@ _LobbyServiceAddBotType = typing_extensions.TypeVar(
     '_LobbyServiceAddBotType',
     grpc.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.AddBotRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.AddBotResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.AddBotRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.AddBotResponse,
     ],
     default=grpc.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.AddBotRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.AddBotResponse,
     ],
 )
 
@@ -173,15 +174,15 @@ _LobbyServiceStartGameType = typing_extensions.TypeVar(
     '_LobbyServiceStartGameType',
     grpc.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.StartGameRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.StartGameResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.StartGameRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.StartGameResponse,
     ],
     default=grpc.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.StartGameRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.StartGameResponse,
     ],
 )
 
@@ -189,15 +190,15 @@ _LobbyServiceQuickMatchType = typing_extensions.TypeVar(
     '_LobbyServiceQuickMatchType',
     grpc.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.QuickMatchRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.QuickMatchResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.QuickMatchRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.QuickMatchResponse,
     ],
     default=grpc.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.QuickMatchRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.QuickMatchResponse,
     ],
 )
 
@@ -205,15 +206,15 @@ _LobbyServiceRematchType = typing_extensions.TypeVar(
     '_LobbyServiceRematchType',
     grpc.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.RematchRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.RematchResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.RematchRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.RematchResponse,
     ],
     default=grpc.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.RematchRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.RematchResponse,
     ],
 )
 
@@ -221,15 +222,15 @@ _LobbyServiceWatchTableType = typing_extensions.TypeVar(
     '_LobbyServiceWatchTableType',
     grpc.UnaryStreamMultiCallable[
         dast.v1.lobby_pb2.WatchTableRequest,
-        dast.v1.lobby_pb2.TableUpdate,
+        dast.v1.lobby_pb2.WatchTableResponse,
     ],
     grpc.aio.UnaryStreamMultiCallable[
         dast.v1.lobby_pb2.WatchTableRequest,
-        dast.v1.lobby_pb2.TableUpdate,
+        dast.v1.lobby_pb2.WatchTableResponse,
     ],
     default=grpc.UnaryStreamMultiCallable[
         dast.v1.lobby_pb2.WatchTableRequest,
-        dast.v1.lobby_pb2.TableUpdate,
+        dast.v1.lobby_pb2.WatchTableResponse,
     ],
 )
 
@@ -242,7 +243,7 @@ class LobbyServiceStub(typing.Generic[_LobbyServiceSignInGuestType, _LobbyServic
         ],
         grpc.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.CreateTableRequest,
-            dast.v1.lobby_pb2.Table,
+            dast.v1.lobby_pb2.CreateTableResponse,
         ],
         grpc.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.ListTablesRequest,
@@ -250,39 +251,39 @@ class LobbyServiceStub(typing.Generic[_LobbyServiceSignInGuestType, _LobbyServic
         ],
         grpc.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.GetTableRequest,
-            dast.v1.lobby_pb2.Table,
+            dast.v1.lobby_pb2.GetTableResponse,
         ],
         grpc.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.JoinTableRequest,
-            dast.v1.lobby_pb2.Table,
+            dast.v1.lobby_pb2.JoinTableResponse,
         ],
         grpc.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.LeaveTableRequest,
-            dast.v1.lobby_pb2.Table,
+            dast.v1.lobby_pb2.LeaveTableResponse,
         ],
         grpc.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.ChooseSeatRequest,
-            dast.v1.lobby_pb2.Table,
+            dast.v1.lobby_pb2.ChooseSeatResponse,
         ],
         grpc.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.AddBotRequest,
-            dast.v1.lobby_pb2.Table,
+            dast.v1.lobby_pb2.AddBotResponse,
         ],
         grpc.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.StartGameRequest,
-            dast.v1.lobby_pb2.Table,
+            dast.v1.lobby_pb2.StartGameResponse,
         ],
         grpc.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.QuickMatchRequest,
-            dast.v1.lobby_pb2.Table,
+            dast.v1.lobby_pb2.QuickMatchResponse,
         ],
         grpc.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.RematchRequest,
-            dast.v1.lobby_pb2.Table,
+            dast.v1.lobby_pb2.RematchResponse,
         ],
         grpc.UnaryStreamMultiCallable[
             dast.v1.lobby_pb2.WatchTableRequest,
-            dast.v1.lobby_pb2.TableUpdate,
+            dast.v1.lobby_pb2.WatchTableResponse,
         ],
     ], channel: grpc.Channel) -> None: ...
 
@@ -294,7 +295,7 @@ class LobbyServiceStub(typing.Generic[_LobbyServiceSignInGuestType, _LobbyServic
         ],
         grpc.aio.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.CreateTableRequest,
-            dast.v1.lobby_pb2.Table,
+            dast.v1.lobby_pb2.CreateTableResponse,
         ],
         grpc.aio.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.ListTablesRequest,
@@ -302,39 +303,39 @@ class LobbyServiceStub(typing.Generic[_LobbyServiceSignInGuestType, _LobbyServic
         ],
         grpc.aio.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.GetTableRequest,
-            dast.v1.lobby_pb2.Table,
+            dast.v1.lobby_pb2.GetTableResponse,
         ],
         grpc.aio.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.JoinTableRequest,
-            dast.v1.lobby_pb2.Table,
+            dast.v1.lobby_pb2.JoinTableResponse,
         ],
         grpc.aio.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.LeaveTableRequest,
-            dast.v1.lobby_pb2.Table,
+            dast.v1.lobby_pb2.LeaveTableResponse,
         ],
         grpc.aio.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.ChooseSeatRequest,
-            dast.v1.lobby_pb2.Table,
+            dast.v1.lobby_pb2.ChooseSeatResponse,
         ],
         grpc.aio.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.AddBotRequest,
-            dast.v1.lobby_pb2.Table,
+            dast.v1.lobby_pb2.AddBotResponse,
         ],
         grpc.aio.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.StartGameRequest,
-            dast.v1.lobby_pb2.Table,
+            dast.v1.lobby_pb2.StartGameResponse,
         ],
         grpc.aio.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.QuickMatchRequest,
-            dast.v1.lobby_pb2.Table,
+            dast.v1.lobby_pb2.QuickMatchResponse,
         ],
         grpc.aio.UnaryUnaryMultiCallable[
             dast.v1.lobby_pb2.RematchRequest,
-            dast.v1.lobby_pb2.Table,
+            dast.v1.lobby_pb2.RematchResponse,
         ],
         grpc.aio.UnaryStreamMultiCallable[
             dast.v1.lobby_pb2.WatchTableRequest,
-            dast.v1.lobby_pb2.TableUpdate,
+            dast.v1.lobby_pb2.WatchTableResponse,
         ],
     ], channel: grpc.aio.Channel) -> None: ...
 
@@ -391,7 +392,7 @@ LobbyServiceAsyncStub: typing_extensions.TypeAlias = LobbyServiceStub[
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.CreateTableRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.CreateTableResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.ListTablesRequest,
@@ -399,39 +400,39 @@ LobbyServiceAsyncStub: typing_extensions.TypeAlias = LobbyServiceStub[
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.GetTableRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.GetTableResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.JoinTableRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.JoinTableResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.LeaveTableRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.LeaveTableResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.ChooseSeatRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.ChooseSeatResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.AddBotRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.AddBotResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.StartGameRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.StartGameResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.QuickMatchRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.QuickMatchResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.RematchRequest,
-        dast.v1.lobby_pb2.Table,
+        dast.v1.lobby_pb2.RematchResponse,
     ],
     grpc.aio.UnaryStreamMultiCallable[
         dast.v1.lobby_pb2.WatchTableRequest,
-        dast.v1.lobby_pb2.TableUpdate,
+        dast.v1.lobby_pb2.WatchTableResponse,
     ],
 ]
 
@@ -449,7 +450,7 @@ class LobbyServiceServicer(metaclass=abc.ABCMeta):
         self,
         request: dast.v1.lobby_pb2.CreateTableRequest,
         context: _ServicerContext,
-    ) -> typing.Union[dast.v1.lobby_pb2.Table, collections.abc.Awaitable[dast.v1.lobby_pb2.Table]]:
+    ) -> typing.Union[dast.v1.lobby_pb2.CreateTableResponse, collections.abc.Awaitable[dast.v1.lobby_pb2.CreateTableResponse]]:
         """Open a table; the caller is its host and sits at seat 0."""
 
     @abc.abstractmethod
@@ -465,14 +466,14 @@ class LobbyServiceServicer(metaclass=abc.ABCMeta):
         self,
         request: dast.v1.lobby_pb2.GetTableRequest,
         context: _ServicerContext,
-    ) -> typing.Union[dast.v1.lobby_pb2.Table, collections.abc.Awaitable[dast.v1.lobby_pb2.Table]]: ...
+    ) -> typing.Union[dast.v1.lobby_pb2.GetTableResponse, collections.abc.Awaitable[dast.v1.lobby_pb2.GetTableResponse]]: ...
 
     @abc.abstractmethod
     def JoinTable(
         self,
         request: dast.v1.lobby_pb2.JoinTableRequest,
         context: _ServicerContext,
-    ) -> typing.Union[dast.v1.lobby_pb2.Table, collections.abc.Awaitable[dast.v1.lobby_pb2.Table]]:
+    ) -> typing.Union[dast.v1.lobby_pb2.JoinTableResponse, collections.abc.Awaitable[dast.v1.lobby_pb2.JoinTableResponse]]:
         """Sit at a table (by id, or a private table by its invite code), at `seat` or the first
         empty one. Joining a table the caller sits at already returns it, and during the match
         gives back the seat a bot took over (TABLE_UPDATE_KIND_SEAT_RETURNED).
@@ -483,7 +484,7 @@ class LobbyServiceServicer(metaclass=abc.ABCMeta):
         self,
         request: dast.v1.lobby_pb2.LeaveTableRequest,
         context: _ServicerContext,
-    ) -> typing.Union[dast.v1.lobby_pb2.Table, collections.abc.Awaitable[dast.v1.lobby_pb2.Table]]:
+    ) -> typing.Union[dast.v1.lobby_pb2.LeaveTableResponse, collections.abc.Awaitable[dast.v1.lobby_pb2.LeaveTableResponse]]:
         """Stand up. Before the match: the seat empties (the host leaving hands the table to the
         next seated player, or closes an empty table). During the match: a bot takes the seat
         until the player comes back (JoinTable, or subscribing to the game again).
@@ -494,7 +495,7 @@ class LobbyServiceServicer(metaclass=abc.ABCMeta):
         self,
         request: dast.v1.lobby_pb2.ChooseSeatRequest,
         context: _ServicerContext,
-    ) -> typing.Union[dast.v1.lobby_pb2.Table, collections.abc.Awaitable[dast.v1.lobby_pb2.Table]]:
+    ) -> typing.Union[dast.v1.lobby_pb2.ChooseSeatResponse, collections.abc.Awaitable[dast.v1.lobby_pb2.ChooseSeatResponse]]:
         """Move to another empty seat before the match starts."""
 
     @abc.abstractmethod
@@ -502,7 +503,7 @@ class LobbyServiceServicer(metaclass=abc.ABCMeta):
         self,
         request: dast.v1.lobby_pb2.AddBotRequest,
         context: _ServicerContext,
-    ) -> typing.Union[dast.v1.lobby_pb2.Table, collections.abc.Awaitable[dast.v1.lobby_pb2.Table]]:
+    ) -> typing.Union[dast.v1.lobby_pb2.AddBotResponse, collections.abc.Awaitable[dast.v1.lobby_pb2.AddBotResponse]]:
         """The host puts a bot of `level` on an empty seat."""
 
     @abc.abstractmethod
@@ -510,7 +511,7 @@ class LobbyServiceServicer(metaclass=abc.ABCMeta):
         self,
         request: dast.v1.lobby_pb2.StartGameRequest,
         context: _ServicerContext,
-    ) -> typing.Union[dast.v1.lobby_pb2.Table, collections.abc.Awaitable[dast.v1.lobby_pb2.Table]]:
+    ) -> typing.Union[dast.v1.lobby_pb2.StartGameResponse, collections.abc.Awaitable[dast.v1.lobby_pb2.StartGameResponse]]:
         """The host starts the match: empty seats get bots, GameService creates the game."""
 
     @abc.abstractmethod
@@ -518,7 +519,7 @@ class LobbyServiceServicer(metaclass=abc.ABCMeta):
         self,
         request: dast.v1.lobby_pb2.QuickMatchRequest,
         context: _ServicerContext,
-    ) -> typing.Union[dast.v1.lobby_pb2.Table, collections.abc.Awaitable[dast.v1.lobby_pb2.Table]]:
+    ) -> typing.Union[dast.v1.lobby_pb2.QuickMatchResponse, collections.abc.Awaitable[dast.v1.lobby_pb2.QuickMatchResponse]]:
         """Sit at the first public waiting table of the game and variant with an empty seat, or
         open one (hosted by the caller).
         """
@@ -528,7 +529,7 @@ class LobbyServiceServicer(metaclass=abc.ABCMeta):
         self,
         request: dast.v1.lobby_pb2.RematchRequest,
         context: _ServicerContext,
-    ) -> typing.Union[dast.v1.lobby_pb2.Table, collections.abc.Awaitable[dast.v1.lobby_pb2.Table]]:
+    ) -> typing.Union[dast.v1.lobby_pb2.RematchResponse, collections.abc.Awaitable[dast.v1.lobby_pb2.RematchResponse]]:
         """After the match: a new match at the same table with the same seats (players who left
         are replaced by bots). Any seated player may ask; the first one wins, and the others
         get FAILED_PRECONDITION (the table is playing again).
@@ -539,7 +540,7 @@ class LobbyServiceServicer(metaclass=abc.ABCMeta):
         self,
         request: dast.v1.lobby_pb2.WatchTableRequest,
         context: _ServicerContext,
-    ) -> typing.Union[collections.abc.Iterator[dast.v1.lobby_pb2.TableUpdate], collections.abc.AsyncIterator[dast.v1.lobby_pb2.TableUpdate]]:
+    ) -> typing.Union[collections.abc.Iterator[dast.v1.lobby_pb2.WatchTableResponse], collections.abc.AsyncIterator[dast.v1.lobby_pb2.WatchTableResponse]]:
         """The table now, then each change to it until the caller cancels."""
 
 def add_LobbyServiceServicer_to_server(servicer: LobbyServiceServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...

@@ -132,13 +132,17 @@ class Event(google.protobuf.message.Message):
     OTHER_FIELD_NUMBER: builtins.int
     SEAT_CONTROL_FIELD_NUMBER: builtins.int
     seq: builtins.int
-    """1-based position in the game's log"""
+    """1-based position in the game's log. uint64: a string in protobuf JSON and a bigint in
+    protobuf-es; a match never comes near 2^53, so JavaScript may use Number(seq).
+    """
     at_ms: builtins.int
     """copied from the command (or the start); never read by the rules"""
     automatic: builtins.bool
     """the command that produced it was automatic"""
     deadline_ms: builtins.int
-    """When set on the last event of a command's batch: the seat to act must act by then."""
+    """When set on the last event of a command's batch: the seat to act must act by then, in
+    the server's clock (Unix ms; game.proto "Clocks" tells how to correct a device's).
+    """
     @property
     def hokm(self) -> dast.v1.hokm_pb2.HokmEvent: ...
     @property

@@ -30,6 +30,7 @@ from services.bot.policies import SeatView, decide
 from services.cli.play import render
 from services.cli.play.receipts import GAME_PLACEHOLDER, ReceiptsError, ReceiptsFile
 from services.cli.play.session import STREAM_ENDED, Session
+from services.cli.play.tournament import play_tournament, tournament_channel
 
 HELP = ("number = that move · card (A♠ or AS) = play it · a = let the basic bot choose · "
         "r = redraw · q = quit")
@@ -87,15 +88,15 @@ class Client:
         call = self.session.call
         if options.invite or options.table:
             table = call("JoinTable", lobby_pb2.JoinTableRequest(
-                table_id=options.table, invite_code=options.invite))
+                table_id=options.table, invite_code=options.invite)).table
         elif options.quick:
             settings = self.settings(options)
             table = call("QuickMatch", lobby_pb2.QuickMatchRequest(
                 game_type=settings.game_type, hokm_variant=settings.hokm.variant,
-                hand_players=settings.hand.players))
+                hand_players=settings.hand.players)).table
         else:
             table = call("CreateTable", lobby_pb2.CreateTableRequest(
-                settings=self.settings(options)))
+                settings=self.settings(options))).table
         assert isinstance(table, lobby_pb2.Table)
         self.show_table(table)
         if table.status == lobby_pb2.TABLE_STATUS_PLAYING:
@@ -116,7 +117,7 @@ class Client:
         """Start the match (empty seats get bots)."""
         started = self.session.call("StartGame", lobby_pb2.StartGameRequest(
             table_id=table.table_id))
-        table.CopyFrom(started)
+        table.CopyFrom(started.table)
         return True
 
     def host(self, table: lobby_pb2.Table) -> lobby_pb2.Table:
@@ -127,7 +128,7 @@ class Client:
             try:
                 if not words or words[0] == "show":
                     table = self.session.call("GetTable", lobby_pb2.GetTableRequest(
-                        table_id=table.table_id))
+                        table_id=table.table_id)).table
                     self.show_table(table)
                 elif words[0] == "start":
                     self.start(table)
@@ -135,11 +136,11 @@ class Client:
                 elif words[0] == "bot" and len(words) >= 2:
                     level = _LEVELS.get(words[2] if len(words) > 2 else "basic", 3)
                     table = self.session.call("AddBot", lobby_pb2.AddBotRequest(
-                        table_id=table.table_id, seat=int(words[1]), level=level))  # type: ignore[arg-type]
+                        table_id=table.table_id, seat=int(words[1]), level=level)).table  # type: ignore[arg-type]
                     self.show_table(table)
                 elif words[0] == "seat" and len(words) == 2:
                     table = self.session.call("ChooseSeat", lobby_pb2.ChooseSeatRequest(
-                        table_id=table.table_id, seat=int(words[1])))
+                        table_id=table.table_id, seat=int(words[1]))).table
                     self.show_table(table)
                 elif words[0] in ("q", "quit"):
                     raise typer.Exit(0)
@@ -157,7 +158,8 @@ class Client:
             lobby_pb2.WatchTableRequest(table_id=table.table_id),
             metadata=self.session.metadata,
         )
-        for update in updates:
+        for message in updates:
+            update = message.update
             if update.table.status == lobby_pb2.TABLE_STATUS_PLAYING:
                 updates.cancel()
                 started: lobby_pb2.Table = update.table
@@ -190,7 +192,7 @@ class Client:
                 self.say(self._result(seat_view))
                 return
             view = seat_view.view
-            if view.has_turn and view.turn == view.seat and view.legal:
+            if view.HasField("turn") and view.turn == view.seat and view.legal:
                 if reply.seq != shown_seq:
                     # Print the events that led here before the screen (they may still be on
                     # their way through the stream).
@@ -336,6 +338,12 @@ def play(
         help="Append every chain hash this seat is sent to FILE (JSON Lines), for dast verify "
              f"--receipts; {GAME_PLACEHOLDER} in FILE becomes the game id (a rematch without "
              "it gets FILE with its game id added).", metavar="FILE")] = "",
+    tournament: Annotated[str, typer.Option(
+        help="Enter this tournament and play its matches (services/cli/play/tournament.py).",
+        metavar="ID")] = "",
+    tournament_server: Annotated[str, typer.Option(
+        help="The tournament service, if apart from --server (several replicas: "
+             "ipv4:HOST:PORT,HOST:PORT).")] = "",
 ) -> None:
     """Play Hokm or Hand in the terminal against bots or people on a dast server."""
     console = Console(highlight=False)
@@ -355,6 +363,11 @@ def play(
         session.sign_in(device or _device_id("~/.dast"), name)
         say(f"Signed in as {session.display_name} ({session.player_id})")
         client = Client(session, lambda prompt: console.input(prompt, markup=False), say)
+        if tournament:
+            with tournament_channel(tournament_server or server) as channel:
+                play_tournament(channel, session.metadata, session.player_id, tournament,
+                                client, say)
+            return
         options = Options(game, players, target, turn_seconds, bots, private, table, invite,
                           quick, start)
         current = client.table(options)
@@ -363,7 +376,7 @@ def play(
             if client.ask("rematch? [y/N] ").strip().lower() != "y":
                 break
             current = session.call("Rematch", lobby_pb2.RematchRequest(
-                table_id=current.table_id))
+                table_id=current.table_id)).table
     except grpc.RpcError as error:
         say(f"dast: {error.code().name}: {error.details()}")
         raise typer.Exit(1) from error

@@ -104,20 +104,20 @@ def hokm_screen(view: hokm_pb2.HokmView, table: lobby_pb2.Table | None, now_ms: 
     rules = view.rules
     lines = [f"── Hokm · round {view.round} · match to {rules.target_score} ──"]
     lines.append(seats_line(view.players, view.seat, table))
-    hakem = f"seat {view.hakem}" if view.has_hakem else "-"
+    hakem = f"seat {view.hakem}" if view.HasField("hakem") else "-"
     lines.append(f"Hakem: {hakem} · Trump: {suit_name(view.trump)}")
     lines.append("Scores: " + " ".join(f"{s}:{v}" for s, v in enumerate(view.scores)))
     lines.append("Tricks: " + " ".join(f"{s}:{v}" for s, v in enumerate(view.tricks_won)))
-    if view.has_top_a or view.has_top_b:
-        tops = [card_name(view.top_a) if view.has_top_a else "-",
-                card_name(view.top_b) if view.has_top_b else "-"]
+    if view.HasField("top_a") or view.HasField("top_b"):
+        tops = [card_name(view.top_a) if view.HasField("top_a") else "-",
+                card_name(view.top_b) if view.HasField("top_b") else "-"]
         lines.append(f"Piles: A {tops[0]} · B {tops[1]} · {view.pile_size} left")
     plays = ", ".join(f"{p.seat} {card_name(p.card)}" for p in view.current_trick.plays)
     lines.append(f"Trick: {plays or '(empty)'}")
     hand = sorted_hokm_hand(view.hand, view.trump)
     lines.append("Your hand: " + " ".join(card_name(c) for c in hand))
     turn = f"seat {view.turn}" + (" (you)" if view.turn == view.seat else "")
-    if view.has_turn:
+    if view.HasField("turn"):
         lines.append(f"Turn: {turn}{timer_text(view.deadline_ms, now_ms)}")
     if view.legal:
         lines.append("Legal: " + "  ".join(
@@ -163,7 +163,7 @@ def hand_screen(view: hand_pb2.HandView, table: lobby_pb2.Table | None, now_ms: 
     top = hand_card_name(view.discard_pile[-1]) if view.discard_pile else "(empty)"
     lines.append(f"Discard: {top}")
     lines.append("Your hand: " + meld_text(sorted_hand_cards(view.hand)))
-    if view.has_turn:
+    if view.HasField("turn"):
         turn = f"seat {view.turn}" + (" (you)" if view.turn == view.seat else "")
         lines.append(f"Turn: {turn}{timer_text(view.deadline_ms, now_ms)}")
     if view.legal:

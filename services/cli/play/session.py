@@ -92,12 +92,12 @@ class Session:
     def table_of_game(self, game_id: str) -> lobby_pb2.Table | None:
         """The lobby's table of a match (None when the match has no table)."""
         try:
-            table: lobby_pb2.Table = self.call(
+            reply: lobby_pb2.GetTableResponse = self.call(
                 "GetTable", lobby_pb2.GetTableRequest(game_id=game_id)
             )
         except grpc.RpcError:
             return None
-        return table
+        return reply.table
 
     def view(self, game_id: str) -> game_pb2.GetViewResponse:
         """This seat's view."""

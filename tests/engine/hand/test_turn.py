@@ -197,3 +197,13 @@ def test_a_joker_taken_from_the_discard_pile_must_join_a_new_meld() -> None:
     assert listed and all(105 in m.melds[0].cards for m in listed)
     _, melded = act(taken, 0, lay_melds=listed[0])
     assert melded.must_use is None and not melded.hands[0] >> 105 & 1
+
+
+def test_evolve_refuses_an_event_of_another_game_or_none() -> None:
+    state = turn_of(table(["7♠ 8♠", "2♥ 3♥"]), 0)
+    hokm_event = log_pb2.Event(seq=state.seq + 1, hokm=hokm_pb2.HokmEvent())
+    with pytest.raises(ValueError, match="not a Hand event"):
+        hand.evolve(state, hokm_event)
+    empty = log_pb2.Event(seq=state.seq + 1, hand=hand_pb2.HandEvent())
+    with pytest.raises(ValueError, match="unexpected"):
+        hand.evolve(state, empty)

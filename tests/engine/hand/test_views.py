@@ -23,7 +23,7 @@ def test_a_seat_sees_its_own_hand_and_only_counts_of_the_others() -> None:
         assert bool(seen.legal) == (seat == 1)
     spectator = hand.view(state, None)
     assert spectator.is_spectator and not spectator.hand and not spectator.legal
-    assert spectator.has_turn and spectator.turn == 1
+    assert spectator.HasField("turn") and spectator.turn == 1
     assert spectator.phase == hand_pb2.HAND_PHASE_FIRST_DISCARD
 
 

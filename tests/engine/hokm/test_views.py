@@ -66,8 +66,8 @@ def test_view_shows_own_hand_public_play_and_legal_commands() -> None:
     assert list(seen.hand) == list(iter_cards(state.hands[0]))
     assert list(seen.hand_counts) == [2, 2, 2, 2]
     assert [(p.seat, p.card) for p in seen.current_trick.plays] == [(3, state.trick[0])]
-    assert seen.phase == hokm_pb2.HOKM_PHASE_PLAY and seen.has_turn and seen.turn == 0
-    assert seen.trump == common_pb2.SUIT_SPADES and seen.has_hakem and seen.hakem == 0
+    assert seen.phase == hokm_pb2.HOKM_PHASE_PLAY and seen.HasField("turn") and seen.turn == 0
+    assert seen.trump == common_pb2.SUIT_SPADES and seen.HasField("hakem") and seen.hakem == 0
     assert [c.play_card.card for c in seen.legal] == [parse_card("2♥")]  # must follow ♥
     assert list(seen.tricks_won) == [1, 0, 0, 0] and list(seen.scores) == [2, 1, 2, 1]
     assert not hokm.view(state, 1).legal  # not to act: nothing legal
@@ -84,7 +84,7 @@ def test_view_lists_finished_tricks_of_the_round() -> None:
     state = position(["A♠ 2♦", "2♠ 3♦", "3♠ 4♦", "K♠ 5♦"])
     _, after = run(state, play(0, "A♠"), play(1, "2♠"), play(2, "3♠"), play(3, "K♠"))
     trick = hokm.view(after, 1).tricks[0]
-    assert trick.leader == 0 and trick.has_winner and trick.winner == 0
+    assert trick.leader == 0 and trick.HasField("winner") and trick.winner == 0
     assert [p.seat for p in trick.plays] == [0, 1, 2, 3]
 
 

@@ -119,7 +119,7 @@ async def next_move(
     """The seat to act, its move (from its own GetView) and the seq it saw; None when over."""
     public = await clients[0].view(game_id)
     seen = getattr(public, public.WhichOneof("view") or "hokm")
-    if not seen.has_turn:  # the match is over (the rules never wait for nobody)
+    if not seen.HasField("turn"):  # the match is over (the rules never wait for nobody)
         return None
     seat = seen.turn
     own = await clients[seat].view(game_id)

@@ -35,7 +35,7 @@ async def _turn(embedded: Embedded, game_id: str) -> tuple[int, int] | None:
     Asked with a service token, so that polling stays within no player's call limits.
     """
     public = await embedded.client("referee", Role.SERVICE).view(game_id)
-    if not public.hokm.has_turn:
+    if not public.hokm.HasField("turn"):
         return None
     return public.hokm.turn, public.seq
 

@@ -116,7 +116,7 @@ async def test_an_unexpected_failure_is_internal_with_a_ref_logged_with_the_game
     for error, line in zip(failures, logged, strict=True):
         info = error_info_of(error)
         assert error.code() == grpc.StatusCode.INTERNAL
-        assert info is not None and info.reason == "internal"
+        assert info is not None and info.reason == "ERROR_REASON_INTERNAL"
         assert error.details() == f"internal error (ref {info.metadata['ref']})"
         assert STORE_TROUBLE not in error.details()
         assert (line["ref"], line["game_id"], line["error_type"]) == (

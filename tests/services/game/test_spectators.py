@@ -13,10 +13,11 @@ import grpc
 import pytest
 
 from dast.v1 import common_pb2, game_pb2, hokm_pb2
+from engine.core.rng import DeterministicRandom
 from services.platform.auth import Role
 from services.platform.errors import Reason, reason_of
 from tests.services.game.conftest import Embedded
-from tests.services.game.helpers import players
+from tests.services.game.helpers import next_move, players
 
 
 async def _refusal(call: Awaitable[object]) -> tuple[grpc.StatusCode, str | None]:
@@ -80,3 +81,30 @@ async def test_a_replica_that_did_not_create_the_match_reads_the_setting_from_th
     code, reason = await _refusal(embedded.client("stranger").view("elsewhere"))
     assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED,
                               str(Reason.SPECTATORS_NOT_ALLOWED))
+
+
+async def _play_to_the_end(embedded: Embedded, game_id: str) -> None:
+    clients = [embedded.client(f"p{seat}") for seat in range(4)]
+    rngs = [DeterministicRandom(bytes(32), f"export/{seat}") for seat in range(4)]
+    number = 0
+    while (move := await next_move(clients, game_id, rngs)) is not None:
+        seat, body, seq = move
+        await clients[seat].submit(game_id, f"m{number}", body, expected_seq=seq)
+        number += 1
+
+
+async def test_the_log_of_a_match_without_spectators_goes_only_to_its_players(
+    embedded: Embedded,
+) -> None:
+    # The whole log shows every hand: the same rule as watching, finished or not.
+    request = game_pb2.CreateGameRequest(
+        game_type=common_pb2.GAME_TYPE_HOKM, hokm=hokm_pb2.HokmRules(target_score=1),
+        players=players(4), spectators_allowed=False)
+    game_id = (await embedded.client("lobby", Role.SERVICE).create(request)).game_id
+    stranger = embedded.client("stranger")
+    denied = (grpc.StatusCode.PERMISSION_DENIED, str(Reason.SPECTATORS_NOT_ALLOWED))
+    assert await _refusal(stranger.export(game_id)) == denied
+    await _play_to_the_end(embedded, game_id)
+    assert await _refusal(stranger.export(game_id)) == denied
+    assert await embedded.client("p2").export(game_id)
+    assert await embedded.client("root", Role.ADMIN).export(game_id)

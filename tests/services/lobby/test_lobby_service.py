@@ -30,7 +30,7 @@ async def test_a_device_signs_in_as_the_same_guest_and_may_rename() -> None:
         first = await Guest.sign_in(channel, "device-same-guest")
         again = await Guest.sign_in(channel, "device-same-guest", "Nima")
         assert first.player_id == again.player_id
-        table = await again.call("CreateTable", lobby_pb2.CreateTableRequest(settings=HOKM))
+        table = (await again.call("CreateTable", lobby_pb2.CreateTableRequest(settings=HOKM))).table
         assert table.seats[0].display_name == "Nima"
         assert await _code(first.lobby.SignInGuest(
             lobby_pb2.SignInGuestRequest(device_id="short"))) == grpc.StatusCode.INVALID_ARGUMENT
@@ -55,25 +55,26 @@ async def test_seats_bots_and_start_follow_the_host() -> None:
         settings = lobby_pb2.TableSettings()
         settings.CopyFrom(HOKM)
         settings.turn_seconds = 30
-        table = await host.call("CreateTable", lobby_pb2.CreateTableRequest(settings=settings))
+        table = (await host.call("CreateTable",
+                                 lobby_pb2.CreateTableRequest(settings=settings))).table
         listed = await friend.call("ListTables", lobby_pb2.ListTablesRequest())
         assert table.table_id in [t.table_id for t in listed.tables]
-        joined = await friend.call("JoinTable", lobby_pb2.JoinTableRequest(
-            table_id=table.table_id, seat=2))
+        joined = (await friend.call("JoinTable", lobby_pb2.JoinTableRequest(
+            table_id=table.table_id, seat=2))).table
         assert joined.seats[2].player_id == friend.player_id
         taken = friend.call("ChooseSeat", lobby_pb2.ChooseSeatRequest(
             table_id=table.table_id, seat=0))
         assert await _code(taken) == grpc.StatusCode.FAILED_PRECONDITION
-        moved = await friend.call("ChooseSeat", lobby_pb2.ChooseSeatRequest(
-            table_id=table.table_id, seat=1))
+        moved = (await friend.call("ChooseSeat", lobby_pb2.ChooseSeatRequest(
+            table_id=table.table_id, seat=1))).table
         assert moved.seats[1].player_id == friend.player_id and not moved.seats[2].player_id
         not_host = friend.call("StartGame", lobby_pb2.StartGameRequest(table_id=table.table_id))
         assert await _code(not_host) == grpc.StatusCode.PERMISSION_DENIED
-        with_bot = await host.call("AddBot", lobby_pb2.AddBotRequest(
-            table_id=table.table_id, seat=3, level=lobby_pb2.BOT_LEVEL_GREEDY))
+        with_bot = (await host.call("AddBot", lobby_pb2.AddBotRequest(
+            table_id=table.table_id, seat=3, level=lobby_pb2.BOT_LEVEL_GREEDY))).table
         assert with_bot.seats[3].is_bot and with_bot.seats[3].bot_level == 2
-        started = await host.call("StartGame", lobby_pb2.StartGameRequest(
-            table_id=table.table_id))
+        started = (await host.call("StartGame", lobby_pb2.StartGameRequest(
+            table_id=table.table_id))).table
         assert started.status == lobby_pb2.TABLE_STATUS_PLAYING
         assert [s.is_bot for s in started.seats] == [False, False, True, True]
         # The game exists with the table's seats and settings.
@@ -90,16 +91,18 @@ async def test_private_tables_are_unlisted_and_joined_by_invite_code() -> None:
         host = await Guest.sign_in(channel, "device-host-2")
         friend = await Guest.sign_in(channel, "device-friend-2")
         settings = lobby_pb2.TableSettings(game_type=common_pb2.GAME_TYPE_HOKM, private=True)
-        table = await host.call("CreateTable", lobby_pb2.CreateTableRequest(settings=settings))
+        table = (await host.call("CreateTable",
+                                 lobby_pb2.CreateTableRequest(settings=settings))).table
         assert table.invite_code
         listed = await friend.call("ListTables", lobby_pb2.ListTablesRequest())
         assert table.table_id not in [t.table_id for t in listed.tables]
-        seen = await friend.call("GetTable", lobby_pb2.GetTableRequest(table_id=table.table_id))
+        seen = (await friend.call("GetTable",
+                                  lobby_pb2.GetTableRequest(table_id=table.table_id))).table
         assert seen.invite_code == ""
         by_id = friend.call("JoinTable", lobby_pb2.JoinTableRequest(table_id=table.table_id))
         assert await _code(by_id) == grpc.StatusCode.PERMISSION_DENIED
-        joined = await friend.call("JoinTable", lobby_pb2.JoinTableRequest(
-            invite_code=table.invite_code))
+        joined = (await friend.call("JoinTable", lobby_pb2.JoinTableRequest(
+            invite_code=table.invite_code))).table
         assert joined.seats[1].player_id == friend.player_id
         assert joined.invite_code == table.invite_code
 
@@ -112,36 +115,38 @@ async def test_quick_match_seats_players_at_one_public_table_and_leaving_hands_o
         second = await Guest.sign_in(channel, "device-quick-2")
         request = lobby_pb2.QuickMatchRequest(
             game_type=common_pb2.GAME_TYPE_HOKM, hokm_variant=hokm_pb2.HOKM_VARIANT_TWO_PLAYERS)
-        opened = await first.call("QuickMatch", request)
-        joined = await second.call("QuickMatch", request)
+        opened = (await first.call("QuickMatch", request)).table
+        joined = (await second.call("QuickMatch", request)).table
         assert joined.table_id == opened.table_id and len(joined.seats) == 2
-        left = await first.call("LeaveTable", lobby_pb2.LeaveTableRequest(
-            table_id=opened.table_id))
+        left = (await first.call("LeaveTable", lobby_pb2.LeaveTableRequest(
+            table_id=opened.table_id))).table
         assert left.host_id == second.player_id and not left.seats[0].player_id
 
 
 async def test_watch_streams_changes_and_rematch_starts_a_new_match() -> None:
     async with stack(timers=False) as run, grpc.aio.insecure_channel(run.address) as channel:
         host = await Guest.sign_in(channel, "device-host-3")
-        table = await host.call("CreateTable", lobby_pb2.CreateTableRequest(settings=HOKM))
+        table = (await host.call("CreateTable",
+                                 lobby_pb2.CreateTableRequest(settings=HOKM))).table
         updates: list[lobby_pb2.TableUpdate] = []
 
         async def watch() -> None:
-            async for update in host.lobby.WatchTable(
+            async for message in host.lobby.WatchTable(
                 lobby_pb2.WatchTableRequest(table_id=table.table_id), metadata=host.metadata
             ):
-                updates.append(update)
+                updates.append(message.update)
 
         watcher = asyncio.create_task(watch())
-        started = await host.call("StartGame", lobby_pb2.StartGameRequest(
-            table_id=table.table_id))
+        started = (await host.call("StartGame", lobby_pb2.StartGameRequest(
+            table_id=table.table_id))).table
         await host.play_to_the_end(started.game_id)
 
         async def finished() -> bool:
             return any(u.kind == lobby_pb2.TABLE_UPDATE_KIND_GAME_FINISHED for u in updates)
 
         await wait_for(finished)
-        rematch = await host.call("Rematch", lobby_pb2.RematchRequest(table_id=table.table_id))
+        rematch = (await host.call("Rematch",
+                                   lobby_pb2.RematchRequest(table_id=table.table_id))).table
         assert rematch.status == lobby_pb2.TABLE_STATUS_PLAYING
         assert rematch.game_id != started.game_id and rematch.matches == 2
         watcher.cancel()

@@ -7,6 +7,7 @@ same data); ``test_store.py`` binds it to memory, SQLite and PostgreSQL.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -255,6 +256,26 @@ class EventStoreContract:
         store.create_game("g1", HOKM, make_entries(1, 1))
         assert len(store.claim_unrelayed(lease_ms=0)) == 1
         assert len(store.claim_unrelayed()) == 1
+
+    def test_renewing_extends_only_running_claims(self, store: OutboxStore) -> None:
+        # A relay renews what it holds; a renewal never revives a claim that ended or ran out.
+        for game_id in ("held", "marked", "released", "lapsed"):
+            store.create_game(game_id, HOKM, make_entries(1, 1))
+        assert len(store.claim_unrelayed(lease_ms=60_000)) == 4
+        store.mark_relayed("marked", 1)
+        store.release(["released"])
+        store.release(["lapsed"], interrupted=True)  # as a dead relay's lease looks
+        store.renew_claims(["held", "marked", "released", "lapsed", "no-such-game"],
+                           lease_ms=60_000)
+        # the running claim still holds; the others are free to claim again (not revived)
+        assert sorted(game.game_id for game in store.claim_unrelayed()) == ["lapsed", "released"]
+
+    def test_a_renewed_claim_outlives_its_first_lease(self, store: OutboxStore) -> None:
+        store.create_game("g1", HOKM, make_entries(1, 1))
+        assert len(store.claim_unrelayed(lease_ms=300)) == 1
+        store.renew_claims(["g1"], lease_ms=60_000)
+        time.sleep(0.4)  # the first lease has run out by now; the renewed one has not
+        assert store.claim_unrelayed() == []
 
     def test_claims_say_when_the_previous_one_ended_unfinished(self, store: OutboxStore) -> None:
         # A relay that died holding a claim, or whose publish failed midway, may have put some

@@ -91,7 +91,8 @@ async def test_unauthenticated_replies_carry_error_info(
     error = await _failure(echo(game_pb2.GetViewRequest(game_id="g"), metadata=metadata))
     assert error.code() == grpc.StatusCode.UNAUTHENTICATED
     info = error_info_of(error)
-    assert info is not None and info.domain == "dast" and info.reason == reason
+    assert info is not None and info.domain == "dast.dev"
+    assert info.reason == f"ERROR_REASON_{reason.upper()}"
 
 
 async def test_authentication_comes_before_parsing(channel: grpc.aio.Channel) -> None:
@@ -111,7 +112,7 @@ async def test_a_bad_field_is_refused_before_the_handler(channel: grpc.aio.Chann
                                 metadata=_auth(mint_token(SECRET, "alice"))))
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
     info = error_info_of(error)
-    assert info is not None and info.reason == "invalid_request"
+    assert info is not None and info.reason == "ERROR_REASON_INVALID_REQUEST"
     assert dict(info.metadata) == {"field": "game_id"}
 
 
@@ -130,7 +131,7 @@ async def test_an_unexpected_exception_is_internal_with_a_reference_found_in_the
         error = await _failure(_drain(call))
     assert error.code() == grpc.StatusCode.INTERNAL
     info = error_info_of(error)
-    assert info is not None and info.reason == "internal"
+    assert info is not None and info.reason == "ERROR_REASON_INTERNAL"
     ref = info.metadata["ref"]
     assert error.details() == f"internal error (ref {ref})"
     assert "SELECT" not in str(error.debug_error_string()) and "/work" not in error.details()

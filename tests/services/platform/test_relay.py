@@ -11,7 +11,7 @@ import pytest
 
 from services.platform.bus import InProcessBus, LogEntry
 from services.platform.relay import Relay
-from services.platform.store import MemoryEventStore, OutboxStore, open_store
+from services.platform.store import RELAY_LEASE_MS, MemoryEventStore, OutboxStore, open_store
 from tests.services.platform.helpers import HOKM, continue_log, make_entries, seqs
 
 TIMEOUT = 10.0
@@ -138,3 +138,58 @@ async def test_relay_stops_when_cancelled_mid_publish(
         task.cancel()
         done, _ = await asyncio.wait({task}, timeout=3.0)
         assert done, f"the relay ignored cancel() on attempt {attempt}"
+
+
+class BlockingBus(InProcessBus):
+    """An in-process bus whose publishes wait until ``opened`` is set (a slow JetStream)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.opened = asyncio.Event()
+        self.published: list[tuple[str, int]] = []
+
+    async def publish(self, game_type: str, game_id: str, entries: Sequence[LogEntry]) -> None:
+        await self.opened.wait()
+        self.published.extend((game_id, entry.event.seq) for entry in entries)
+        await super().publish(game_type, game_id, entries)
+
+
+async def test_a_pass_longer_than_the_lease_keeps_its_claims() -> None:
+    # The claim is short, so the relay renews it while it publishes: nobody else claims the
+    # games meanwhile, however long the pass takes.
+    store, bus = MemoryEventStore(), BlockingBus()
+    store.create_game("g1", HOKM, make_entries(1, 2))
+    relay = Relay(store, bus, lease_ms=300)
+    publishing = asyncio.create_task(relay.relay_once())
+    await asyncio.sleep(1.0)  # more than three leases
+    assert store.claim_unrelayed() == []  # another relay finds nothing to take over
+    assert relay.renewals >= 2
+    bus.opened.set()
+    assert await asyncio.wait_for(publishing, TIMEOUT) == 2
+    assert bus.published == [("g1", 1), ("g1", 2)]
+    await asyncio.sleep(0.4)  # the renewals stopped with the pass: nothing more is claimed
+    assert store.claim_unrelayed(lease_ms=0) == []
+
+
+async def test_a_dead_relays_games_are_published_after_one_short_lease(
+    running_relays: list[asyncio.Task[None]],
+) -> None:
+    # A relay killed (SIGKILL) holding a claim never renews nor releases it: the games wait
+    # for the lease to run out, then a live relay publishes them.
+    store, bus = MemoryEventStore(), RecordingBus()
+    store.create_game("g1", HOKM, make_entries(1, 2))
+    lease_ms = 400
+    assert len(store.claim_unrelayed(lease_ms=lease_ms)) == 1  # the relay that dies
+    started = asyncio.get_running_loop().time()
+    live = Relay(store, bus, poll_seconds=0.05, lease_ms=lease_ms)
+    running_relays.append(asyncio.create_task(live.run()))
+    await _until(lambda: len(bus.published) == 2)
+    waited = asyncio.get_running_loop().time() - started
+    assert lease_ms / 1000 * 0.8 <= waited < lease_ms / 1000 + 2.0
+    assert bus.published == [("hokm", "g1", 1), ("hokm", "g1", 2)]
+
+
+def test_the_default_lease_is_a_few_seconds() -> None:
+    # What a SIGKILLed replica costs live delivery: one lease, at most.
+    relay = Relay(MemoryEventStore(), InProcessBus())
+    assert relay._lease_ms == RELAY_LEASE_MS <= 5_000

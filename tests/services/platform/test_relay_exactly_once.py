@@ -161,10 +161,11 @@ async def test_marks_are_written_at_least_every_mark_interval_within_a_pass(
     mark_every_seconds: float, writes: list[list[tuple[str, int]]]
 ) -> None:
     # A long pass records its progress as it goes, so a crash repeats (and looks up) little.
+    # (Marks are written between groups of games published at once: one game per group here.)
     store, bus = MarkRecordingStore(), RememberingBus()
     for game in range(3):
         store.create_game(f"g{game}", HOKM, make_entries(1, 2))
-    relay = Relay(store, bus, mark_every_seconds=mark_every_seconds)
+    relay = Relay(store, bus, mark_every_seconds=mark_every_seconds, publish_concurrency=1)
     assert await relay.relay_once() == 6
     assert relay.published_events == 6
     assert store.mark_writes == writes

@@ -156,3 +156,25 @@ def test_closed_writer_refuses_new_writes(writer: GroupWriter) -> None:
     writer.close()
     with pytest.raises(RuntimeError, match="closed"):
         writer.submit(_insert("late", 1))
+
+
+async def test_writes_submitted_in_one_loop_iteration_reach_the_thread_together(
+    writer: GroupWriter, database: Path
+) -> None:
+    # One hand-over per iteration of the loop, not per write: the thread wakes once and
+    # commits them in one transaction, however its timing falls.
+    futures = [writer.submit_async(_insert(f"k{n}", n)) for n in range(8)]
+    assert writer.batches == 0  # nothing handed over before the iteration ends
+    assert await asyncio.gather(*futures) == [f"k{n}" for n in range(8)]
+    assert writer.batches == 1
+    assert len(_rows(database)) == 8
+
+
+async def test_a_write_submitted_as_the_writer_closes_fails_instead_of_waiting(
+    writer: GroupWriter, database: Path
+) -> None:
+    pending = writer.submit_async(_insert("late", 1))
+    writer.close()  # before the loop handed the write over
+    with pytest.raises(RuntimeError, match="closed"):
+        await asyncio.wait_for(pending, 5)
+    assert _rows(database) == {}

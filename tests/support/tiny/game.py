@@ -288,7 +288,7 @@ def view(state: TinyState, seat: int | None) -> tiny_pb2.TinyView:
         trick=[card for _, card in state.trick], scores=state.scores,
     )
     if not state.over:
-        shown.has_turn, shown.turn = True, state.turn
+        shown.turn = state.turn
     if seat is not None:
         shown.hand.extend(state.hands[seat])
         shown.legal.extend(tiny_pb2.TinyCommand(card=c) for c in _legal_cards(state, seat))

@@ -243,7 +243,6 @@ class TinyView(google.protobuf.message.Message):
     SEAT_FIELD_NUMBER: builtins.int
     PLAYERS_FIELD_NUMBER: builtins.int
     IS_OVER_FIELD_NUMBER: builtins.int
-    HAS_TURN_FIELD_NUMBER: builtins.int
     TURN_FIELD_NUMBER: builtins.int
     HAND_FIELD_NUMBER: builtins.int
     TRICK_FIELD_NUMBER: builtins.int
@@ -252,8 +251,8 @@ class TinyView(google.protobuf.message.Message):
     is_spectator: builtins.bool
     seat: builtins.int
     is_over: builtins.bool
-    has_turn: builtins.bool
     turn: builtins.int
+    """unset once the match is over"""
     @property
     def players(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[dast.v1.common_pb2.Player]: ...
     @property
@@ -277,13 +276,14 @@ class TinyView(google.protobuf.message.Message):
         seat: builtins.int = ...,
         players: collections.abc.Iterable[dast.v1.common_pb2.Player] | None = ...,
         is_over: builtins.bool = ...,
-        has_turn: builtins.bool = ...,
-        turn: builtins.int = ...,
+        turn: builtins.int | None = ...,
         hand: collections.abc.Iterable[builtins.int] | None = ...,
         trick: collections.abc.Iterable[builtins.int] | None = ...,
         scores: collections.abc.Iterable[builtins.int] | None = ...,
         legal: collections.abc.Iterable[Global___TinyCommand] | None = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["hand", b"hand", "has_turn", b"has_turn", "is_over", b"is_over", "is_spectator", b"is_spectator", "legal", b"legal", "players", b"players", "scores", b"scores", "seat", b"seat", "trick", b"trick", "turn", b"turn"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["_turn", b"_turn", "turn", b"turn"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_turn", b"_turn", "hand", b"hand", "is_over", b"is_over", "is_spectator", b"is_spectator", "legal", b"legal", "players", b"players", "scores", b"scores", "seat", b"seat", "trick", b"trick", "turn", b"turn"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["_turn", b"_turn"]) -> typing.Literal["turn"] | None: ...
 
 Global___TinyView: typing_extensions.TypeAlias = TinyView

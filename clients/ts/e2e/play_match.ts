@@ -1,0 +1,134 @@
+// The end-to-end run of tests/e2e/test_ts_client.py: the worked example's playMatch()
+// through a proxy that cuts every connection mid-match, with the reply of one command lost
+// on the way, and three refusals provoked to check the typed errors. Prints one JSON line:
+// receipts, calls per method, connections, the refusals as decoded.
+//
+//   node dist/e2e/play_match.js --address 127.0.0.1:50051 --game hokm|hand --device ID \
+//     [--cut-after-events 40] [--lose-reply-of-command 3]
+import { parseArgs } from "node:util";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { DastClient, DastError, ErrorReason, type GameCommand } from "../src/index.js";
+import { TABLES, playMatch, winnersOf } from "../examples/play_match.js";
+import { CuttableProxy } from "./cuttable_proxy.js";
+
+/** A refused call as the typed error decodes it: the code, the reason enum, RetryInfo. */
+interface Refusal {
+  readonly code: string;
+  readonly reason: string;
+  readonly reasonOnTheWire: string;
+  readonly retryDelayMs?: number;
+}
+
+async function refusalOf(call: () => Promise<unknown>): Promise<Refusal> {
+  try {
+    await call();
+  } catch (thrown) {
+    const error = DastError.from(thrown);
+    return {
+      code: Code[error.code],
+      reason: ErrorReason[error.reason],
+      reasonOnTheWire: error.reasonName,
+      ...(error.retryDelayMs === undefined ? {} : { retryDelayMs: error.retryDelayMs }),
+    };
+  }
+  throw new Error("the call was expected to fail, and succeeded");
+}
+
+/** Signs in with one device until the server's per-device limit refuses (with RetryInfo). */
+function signInPastTheLimit(address: string, deviceId: string): Promise<Refusal> {
+  return refusalOf(async () => {
+    for (let attempt = 0; attempt < 1_000; attempt += 1) await DastClient.signInGuest({ address, deviceId });
+  });
+}
+
+/** A well-formed command of the game; the stale probe is refused before the rules see it. */
+const ANY_COMMAND: Record<"hokm" | "hand", GameCommand> = {
+  hokm: { case: "hokm", value: { kind: { case: "playCard", value: { card: 0 } } } },
+  hand: { case: "hand", value: { kind: { case: "discard", value: { card: 0 } } } },
+};
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      address: { type: "string" },
+      game: { type: "string", default: "hokm" },
+      device: { type: "string" },
+      "cut-after-events": { type: "string", default: "40" },
+      "lose-reply-of-command": { type: "string", default: "3" },
+    },
+  });
+  const game = values.game === "hokm" || values.game === "hand" ? values.game : undefined;
+  if (values.address === undefined || values.device === undefined || game === undefined) {
+    throw new Error("usage: play_match --address HOST:PORT --game hokm|hand --device ID");
+  }
+  const cutAfterEvents = Number(values["cut-after-events"]);
+  const loseReplyOfCommand = Number(values["lose-reply-of-command"]);
+
+  // Every call the client makes (each attempt of a resent command too), by method.
+  const calls: Record<string, number> = {};
+  const countCalls: Interceptor = (next) => (request) => {
+    calls[request.method.name] = (calls[request.method.name] ?? 0) + 1;
+    return next(request);
+  };
+  // The server applies one command and its reply never arrives: the client must resend it
+  // with the same command id, and the server must not apply it twice.
+  let commandsSent = 0;
+  const loseOneReply: Interceptor = (next) => async (request) => {
+    const response = await next(request);
+    if (request.method.name === "SubmitCommand" && ++commandsSent === loseReplyOfCommand) {
+      throw new ConnectError("the reply was lost on the way (injected by the test)", Code.Unavailable);
+    }
+    return response;
+  };
+
+  const proxy = await CuttableProxy.start(values.address);
+  const refusals: Record<string, Refusal> = {};
+  let eventsSeen = 0;
+  try {
+    const record = await playMatch({
+      address: proxy.address,
+      deviceId: values.device,
+      settings: TABLES[game],
+      interceptors: [countCalls, loseOneReply],
+      signal: AbortSignal.timeout(120_000),
+      onUpdate: async (update, match) => {
+        if (update.kind === "connected" && refusals.staleExpectedSeq === undefined) {
+          // A command decided from a state older than the log's is refused.
+          const stateSeq = match.state?.seq ?? 1n;
+          refusals.staleExpectedSeq = await refusalOf(() => match.submit(ANY_COMMAND[game], stateSeq - 1n));
+        }
+        // The network goes away mid-match: the stream and every call in flight fail.
+        if (update.kind === "event" && ++eventsSeen === cutAfterEvents) proxy.cut();
+      },
+    });
+    const client = await DastClient.signInGuest({ address: values.address, deviceId: values.device });
+    refusals.noSuchTable = await refusalOf(() => client.getTable({ tableId: "no-such-table" }));
+    refusals.signInsOverTheLimit = await signInPastTheLimit(values.address, `${values.device}-limit`);
+
+    const { match } = record;
+    const summary = {
+      gameId: record.gameId,
+      receipts: record.receipts.map(([seq, hash]) => [Number(seq), Buffer.from(hash).toString("base64")]),
+      calls,
+      connections: match.connections,
+      cuts: proxy.cuts,
+      resumedAfter: record.resumedAfter.map(Number),
+      moves: record.moves,
+      stale: record.stale,
+      duplicates: record.duplicates,
+      resends: match.resends,
+      refusals,
+      nextToAct: match.state?.turn?.nextToAct ?? null,
+      winners: winnersOf(record.lastEvent),
+      clockOffsetMs: match.clockOffsetMs,
+    };
+    process.stdout.write(`${JSON.stringify(summary)}\n`);
+  } finally {
+    await proxy.close();
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,106 @@
+"""``dast play --tournament ID``: enter a tournament and play each of its matches in turn.
+
+Register (an entry made before counts), wait for the start, then, round after round, ask
+the tournament service for this player's table and play that match with the same screen
+and prompt as a lobby match (:meth:`services.cli.play.Client.play_match`); between rounds,
+and at the end, print the standings. A bye or an elimination just waits for the next round
+or the end.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Final, Protocol
+
+import grpc
+
+from dast.v1 import tournament_pb2, tournament_pb2_grpc
+from services.platform.channels import CHANNEL_OPTIONS
+from services.platform.errors import reason_of
+
+POLL_SECONDS: Final = 1.0
+STANDINGS_SHOWN: Final = 10
+_ALREADY_IN: Final = frozenset({"tournament_already_registered",
+                                "tournament_player_already_entered"})
+
+
+class MatchPlayer(Protocol):
+    """What plays one match in the terminal (the lobby client does)."""
+
+    def play_match(self, game_id: str) -> None:
+        """Play the match until it is over."""
+        ...
+
+
+def standings_lines(reply: tournament_pb2.GetStandingsResponse, me: str,
+                    shown: int = STANDINGS_SHOWN) -> list[str]:
+    """The top of the standings (and the caller's line wherever it is)."""
+    lines = [f"Standings after round {reply.tournament.round}:"]
+    for line in reply.standings:
+        if line.rank <= shown or line.player_id == me:
+            marker = "  <- you" if line.player_id == me else ""
+            lines.append(f"  {line.rank:>3}. {line.display_name:<24} {line.match_points:>3} pts"
+                         f"  won {line.won}/{line.played}{marker}")
+    return lines
+
+
+def play_tournament(
+    channel: grpc.Channel, metadata: tuple[tuple[str, str], ...], player_id: str,
+    tournament_id: str, client: MatchPlayer, say: Callable[[str], None], *,
+    poll_seconds: float = POLL_SECONDS, sleep: Callable[[float], None] = time.sleep,
+) -> tournament_pb2.GetStandingsResponse:
+    """Enter the tournament and play its matches until it ends; the final standings.
+
+    :raises grpc.RpcError: as the tournament service answers (other than "already in").
+    """
+    stub = tournament_pb2_grpc.TournamentServiceStub(channel)
+    try:
+        registered = stub.RegisterPlayer(
+            tournament_pb2.RegisterPlayerRequest(tournament_id=tournament_id),
+            metadata=metadata, timeout=20)
+        summary = registered.tournament
+        say(f"Entered {summary.settings.name or tournament_id} "
+            f"({summary.entrants} entrants so far)")
+    except grpc.RpcError as error:
+        if (reason_of(error) or "") not in _ALREADY_IN:
+            raise
+        say(f"Already entered in {tournament_id}")
+    played: set[str] = set()
+    waiting_said = ""
+    while True:
+        table = stub.GetCurrentTable(
+            tournament_pb2.GetCurrentTableRequest(tournament_id=tournament_id),
+            metadata=metadata, timeout=20)
+        status = table.tournament.status
+        if status == tournament_pb2.TOURNAMENT_STATUS_FINISHED:
+            final: tournament_pb2.GetStandingsResponse = stub.GetStandings(
+                tournament_pb2.GetStandingsRequest(tournament_id=tournament_id),
+                metadata=metadata, timeout=20)
+            say("The tournament is over.")
+            for line in standings_lines(final, player_id):
+                say(line)
+            return final
+        if table.game_id and table.game_id not in played:
+            say(f"Round {table.round}, table {table.table + 1}: you sit at seat {table.seat}")
+            client.play_match(table.game_id)
+            played.add(table.game_id)
+            standings = stub.GetStandings(
+                tournament_pb2.GetStandingsRequest(tournament_id=tournament_id),
+                metadata=metadata, timeout=20)
+            for line in standings_lines(standings, player_id):
+                say(line)
+            waiting_said = ""
+            continue
+        waiting = ("Waiting for the start…"
+                   if status == tournament_pb2.TOURNAMENT_STATUS_REGISTERING
+                   else "Waiting for the next round…")
+        if waiting != waiting_said:
+            say(waiting)
+            waiting_said = waiting
+        sleep(poll_seconds)
+
+
+def tournament_channel(target: str) -> grpc.Channel:
+    """A channel to the tournament service at ``target`` (several replicas: balanced)."""
+    return grpc.insecure_channel(target, options=CHANNEL_OPTIONS)

@@ -1,0 +1,102 @@
+"""Wiring of the tournament service into a process: its servicer, publisher and conductor.
+
+The composition root (:mod:`services.compose`) builds a :class:`TournamentApp` over the
+service's store and the tournaments' bus, mounts it on the gRPC server, then starts it with
+the game service's target and the games' bus::
+
+    app = TournamentApp.build(store, tournaments_bus, secret=settings.jwt_secret)
+    app.mount(server)
+    tasks = app.start(games_bus, game_target="127.0.0.1:50051")
+
+Nothing lives only in this process: the logs are in the store, the matches in the game
+service, the pending results on the durable consumer, the deadlines in the logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from typing import Final
+
+import grpc
+
+from dast.v1 import tournament_pb2, tournament_pb2_grpc
+from services.platform.bus import Bus, InProcessBus, open_bus
+from services.platform.clock import Clock, wall_clock_ms
+from services.platform.config import Settings
+from services.tournament.conductor import Conductor
+from services.tournament.games import GrpcTournamentGames
+from services.tournament.publisher import LogPublisher
+from services.tournament.service import TournamentService
+from services.tournament.store import TournamentStore
+from services.tournament.tournaments import Tournaments
+
+SERVICE_NAME: Final = tournament_pb2.DESCRIPTOR.services_by_name["TournamentService"].full_name
+EVENT_TYPE_URL: Final = "type.googleapis.com/dast.v1.TournamentEvent.json"
+"""What ``Any.type_url`` the tournaments' events carry on the bus: the engine's canonical
+JSON bytes of :class:`engine.tournament.Event` (no protobuf message of their own)."""
+
+
+def tournaments_bus(settings: Settings) -> Bus:
+    """The bus of the tournaments' events: a stream of its own beside the games' (NATS:
+    ``<events stream>_TOURNAMENTS``, subjects ``<events prefix>_tournaments.…``), or an
+    in-process bus."""
+    if not settings.nats_url:
+        return InProcessBus()
+    return open_bus(settings.nats_url, stream=f"{settings.nats_stream}_TOURNAMENTS",
+                    subject_prefix=f"{settings.nats_subject_prefix}_tournaments")
+
+
+@dataclass
+class TournamentApp:
+    """The tournament service of one process."""
+
+    tournaments: Tournaments
+    service: TournamentService
+    publisher: LogPublisher
+    secret: str
+    sweep_seconds: float = 5.0
+    conductor: Conductor | None = field(init=False, default=None)
+    _games: GrpcTournamentGames | None = field(init=False, default=None)
+    _tasks: list[asyncio.Task[None]] = field(init=False, default_factory=list)
+
+    @classmethod
+    def build(cls, store: TournamentStore, bus: Bus, *, secret: str,
+              clock: Clock = wall_clock_ms, sweep_seconds: float = 5.0) -> TournamentApp:
+        """The service over ``store``, publishing the logs on ``bus``."""
+        tournaments = Tournaments(store, clock=clock)
+        publisher = LogPublisher(store, bus, EVENT_TYPE_URL)
+        tournaments.add_listener(lambda _loaded, _events: publisher.wake())
+        return cls(tournaments, TournamentService(tournaments, bus), publisher, secret,
+                   sweep_seconds)
+
+    def mount(self, server: grpc.aio.Server) -> str:
+        """Add the servicer to ``server``; its full name."""
+        tournament_pb2_grpc.add_TournamentServiceServicer_to_server(self.service, server)
+        return str(SERVICE_NAME)
+
+    def start(self, games_bus: Bus, *, game_target: str, durable: str = "tournaments"
+              ) -> None:
+        """Run the publisher and the conductor (following ``games_bus`` on ``durable``),
+        creating matches through the game service at ``game_target``."""
+        self._games = GrpcTournamentGames(game_target, self.secret)
+        self.conductor = Conductor(self.tournaments, self._games,
+                                   clock=self.tournaments.clock,
+                                   sweep_seconds=self.sweep_seconds)
+        self._tasks = [
+            asyncio.create_task(self.publisher.run(), name="tournament-publisher"),
+            asyncio.create_task(self.conductor.run(games_bus, durable=durable),
+                                name="tournament-conductor"),
+        ]
+
+    async def stop(self) -> None:
+        """Cancel the background work and close the channel to the game service."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        self._tasks.clear()
+        if self._games is not None:
+            await self._games.close()

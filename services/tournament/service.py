@@ -1,0 +1,258 @@
+"""The gRPC ``dast.v1.TournamentService``: thin methods over :class:`Tournaments`.
+
+Every method reads the caller (the auth interceptor checked the token), loads the
+tournament, and either answers from its state or takes one step (a command to the engine,
+appended once whatever the replicas do). The engine's refusals leave as
+FAILED_PRECONDITION (rules) or INVALID_ARGUMENT (malformed), with its stable codes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Final
+
+import grpc
+
+from dast.v1 import tournament_pb2, tournament_pb2_grpc
+from engine import tournament as engine
+from engine.core.protocol import BOT_LEVELS
+from engine.tournament.model import DEFAULT_RATING
+from services.platform.auth import Identity, current_identity
+from services.platform.bus import Bus, raise_if_cancelling
+from services.platform.errors import Reason, ServiceError
+from services.platform.validation import check_id, clean_display_name
+from services.tournament import options
+from services.tournament.reasons import TournamentServiceReason
+from services.tournament.tournaments import Loaded, Tournaments
+
+DEFAULT_LIST_LIMIT: Final = 50
+MAX_LIST_LIMIT: Final = 200
+WATCH_POLL_SECONDS: Final = 1.0
+"""How often a standings stream re-reads the head besides the bus's wake-ups."""
+BOT_PREFIX: Final = "bot:"
+
+
+def _denied(message: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.PERMISSION_DENIED, Reason.ROLE_REQUIRED, message)
+
+
+def _is_host(loaded: Loaded, caller: Identity) -> bool:
+    return caller.is_privileged or loaded.summary.host_id == caller.player_id
+
+
+def is_bot_player(player_id: str) -> bool:
+    """Whether a registered player is a bot (its id is a bot's)."""
+    return player_id.startswith(BOT_PREFIX)
+
+
+def standings_of(state: engine.TournamentState) -> list[tournament_pb2.Standing]:
+    """The standings as the wire carries them (before the first round ends: the field in
+    registration order, at zero)."""
+    tie_breaks = state.options.tie_breaks
+    lines = []
+    standings = state.standings or tuple(
+        engine.Standing(rank=index, entrant_id=entrant_id, match_points=0, points=0,
+                        tricks=0, wins=0, played=0, byes=0, opponents=0)
+        for index, entrant_id in enumerate(state.entrants, start=1)
+    )
+    for line in standings:
+        entrant = state.entrants.get(line.entrant_id)
+        members = entrant.members if entrant is not None else ()
+        values = {engine.TieBreak.TRICKS: line.tricks, engine.TieBreak.POINTS: line.points,
+                  engine.TieBreak.WINS: line.wins, engine.TieBreak.OPPONENTS: line.opponents}
+        lines.append(tournament_pb2.Standing(
+            rank=line.rank, player_id=line.entrant_id,
+            display_name=(entrant.name if entrant is not None else "") or line.entrant_id,
+            is_bot=bool(members) and all(is_bot_player(member) for member in members),
+            match_points=line.match_points, game_points=line.points, tricks=line.tricks,
+            played=line.played, won=line.wins, byes=line.byes,
+            eliminated=line.eliminated_in_round > 0,
+            tie_breaks=[values[tie_break] for tie_break in tie_breaks],
+        ))
+    return lines
+
+
+class TournamentService(tournament_pb2_grpc.TournamentServiceServicer):
+    """The servicer; ``bus`` carries the tournaments' events (wake-ups of standings
+    streams from any replica)."""
+
+    def __init__(self, tournaments: Tournaments, bus: Bus | None = None) -> None:
+        self.tournaments = tournaments
+        self.bus = bus
+
+    async def _load(self, tournament_id: str) -> Loaded:
+        check_id(tournament_id, "tournament_id")
+        return await self.tournaments.load(tournament_id)
+
+    async def CreateTournament(
+        self, request: tournament_pb2.CreateTournamentRequest,
+        context: grpc.aio.ServicerContext,
+    ) -> tournament_pb2.CreateTournamentResponse:
+        caller = current_identity()
+        loaded = await self.tournaments.create(request.settings, caller.player_id)
+        return tournament_pb2.CreateTournamentResponse(tournament=loaded.summary)
+
+    async def RegisterPlayer(
+        self, request: tournament_pb2.RegisterPlayerRequest, context: grpc.aio.ServicerContext
+    ) -> tournament_pb2.RegisterPlayerResponse:
+        caller = current_identity()
+        loaded = await self._load(request.tournament_id)
+        if request.rating and not caller.is_privileged:
+            raise _denied("only services and admins give ratings")
+        size = loaded.state.options.variant.side_size if (
+            loaded.state.options.entry is engine.Entry.PAIRS) else 1
+        name = clean_display_name(request.display_name)
+        rating = request.rating or DEFAULT_RATING
+        if request.bot_level:
+            if not _is_host(loaded, caller):
+                raise _denied("only the host registers bots")
+            level = request.bot_level
+            if level not in BOT_LEVELS:
+                raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, Reason.INVALID_REQUEST,
+                                   f"bot levels are {list(BOT_LEVELS)}",
+                                   metadata={"field": "bot_level"})
+
+            def members_of(state: engine.TournamentState) -> tuple[str, tuple[str, ...]]:
+                number = len(state.entrants) + 1
+                while f"{BOT_PREFIX}{level}:{state.tournament_id}-e{number}" in state.entrants:
+                    number += 1  # an id freed by a withdrawal before it
+                entrant = f"{BOT_PREFIX}{level}:{state.tournament_id}-e{number}"
+                if size == 1:
+                    return entrant, (entrant,)
+                return entrant, tuple(f"{entrant}-{index}" for index in range(size))
+        else:
+            if is_bot_player(caller.player_id):
+                raise _denied("bot ids are not players")
+            members: tuple[str, ...] = (caller.player_id,)
+            if size > 1:
+                partner = check_id(request.partner_id, "partner_id")
+                if is_bot_player(partner) or partner == caller.player_id:
+                    raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT,
+                                       Reason.INVALID_REQUEST, "partner_id names no partner",
+                                       metadata={"field": "partner_id"})
+                members = (caller.player_id, partner)
+            entrant_id = "+".join(members)
+
+            def members_of(state: engine.TournamentState) -> tuple[str, tuple[str, ...]]:
+                return entrant_id, members
+
+        registered: list[engine.Entrant] = []
+
+        def choose(state: engine.TournamentState) -> engine.Command:
+            entrant, chosen = members_of(state)
+            registered[:] = [engine.Entrant(entrant, chosen, rating, name or entrant)]
+            return engine.Register(entrant, chosen, rating=rating, name=name or entrant,
+                                   at_ms=self.tournaments.clock())
+
+        after, _ = await self.tournaments.step(loaded.tournament_id, choose)
+        entrant = registered[-1]
+        return tournament_pb2.RegisterPlayerResponse(
+            tournament=after.summary,
+            entrant=tournament_pb2.Entrant(
+                player_id=entrant.entrant_id, display_name=entrant.name,
+                is_bot=all(is_bot_player(member) for member in entrant.members),
+                rating=entrant.rating),
+        )
+
+    async def UnregisterPlayer(
+        self, request: tournament_pb2.UnregisterPlayerRequest,
+        context: grpc.aio.ServicerContext,
+    ) -> tournament_pb2.UnregisterPlayerResponse:
+        caller = current_identity()
+        loaded = await self._load(request.tournament_id)
+
+        def choose(state: engine.TournamentState) -> engine.Command:
+            for entrant in state.entrants.values():
+                if caller.player_id in entrant.members and (
+                        entrant.entrant_id not in state.withdrawn):
+                    return engine.Withdraw(entrant.entrant_id, at_ms=self.tournaments.clock())
+            raise ServiceError(grpc.StatusCode.NOT_FOUND, TournamentServiceReason.NOT_REGISTERED,
+                               "the caller is not registered in this tournament")
+
+        after, _ = await self.tournaments.step(loaded.tournament_id, choose)
+        return tournament_pb2.UnregisterPlayerResponse(tournament=after.summary)
+
+    async def StartTournament(
+        self, request: tournament_pb2.StartTournamentRequest,
+        context: grpc.aio.ServicerContext,
+    ) -> tournament_pb2.StartTournamentResponse:
+        caller = current_identity()
+        loaded = await self._load(request.tournament_id)
+        if not _is_host(loaded, caller):
+            raise _denied("only the host starts the tournament")
+        after, _ = await self.tournaments.step(
+            loaded.tournament_id, lambda state: engine.Start(at_ms=self.tournaments.clock()))
+        return tournament_pb2.StartTournamentResponse(tournament=after.summary)
+
+    async def GetStandings(
+        self, request: tournament_pb2.GetStandingsRequest, context: grpc.aio.ServicerContext
+    ) -> tournament_pb2.GetStandingsResponse:
+        loaded = await self._load(request.tournament_id)
+        return tournament_pb2.GetStandingsResponse(
+            tournament=loaded.summary, standings=standings_of(loaded.state))
+
+    async def WatchStandings(
+        self, request: tournament_pb2.WatchStandingsRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[tournament_pb2.WatchStandingsResponse]:
+        loaded = await self._load(request.tournament_id)
+        live = self.bus.live(loaded.tournament_id) if self.bus is not None else None
+        try:
+            if live is not None:
+                with contextlib.suppress(Exception):  # a bus that is down: polling only
+                    await live.ensure_subscribed()
+            sent_seq = -1
+            while True:
+                raise_if_cancelling()  # wait_for below may swallow a client's cancel
+                loaded = await self.tournaments.load(loaded.tournament_id)
+                if loaded.state.seq != sent_seq:
+                    sent_seq = loaded.state.seq
+                    yield tournament_pb2.WatchStandingsResponse(
+                        tournament=loaded.summary, standings=standings_of(loaded.state))
+                if loaded.state.is_over:
+                    return
+                await self._next_change(live)
+        finally:
+            if live is not None:
+                await live.aclose()
+
+    @staticmethod
+    async def _next_change(live: AsyncIterator[object] | None) -> None:
+        if live is None:
+            await asyncio.sleep(WATCH_POLL_SECONDS)
+            return
+        with contextlib.suppress(TimeoutError, StopAsyncIteration):
+            await asyncio.wait_for(anext(live), WATCH_POLL_SECONDS)
+
+    async def GetCurrentTable(
+        self, request: tournament_pb2.GetCurrentTableRequest,
+        context: grpc.aio.ServicerContext,
+    ) -> tournament_pb2.GetCurrentTableResponse:
+        caller = current_identity()
+        player = caller.player_id
+        if request.player_id and request.player_id != caller.player_id:
+            if not caller.is_privileged:
+                raise _denied("only services and admins ask for another player's table")
+            player = request.player_id
+        loaded = await self._load(request.tournament_id)
+        state = loaded.state
+        reply = tournament_pb2.GetCurrentTableResponse(tournament=loaded.summary)
+        table = state.player_table(player) if state.phase is engine.Phase.RUNNING else None
+        if table is None or table.table in state.results:
+            return reply
+        reply.game_id = options.game_id_of(loaded.tournament_id, state.round, table.table)
+        reply.seat = next(index for index, seat in enumerate(table.seats)
+                          if seat.player_id == player)
+        reply.round = state.round
+        reply.table = table.table
+        reply.round_deadline_ms = state.deadline_ms
+        return reply
+
+    async def ListTournaments(
+        self, request: tournament_pb2.ListTournamentsRequest,
+        context: grpc.aio.ServicerContext,
+    ) -> tournament_pb2.ListTournamentsResponse:
+        limit = min(request.limit or DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT)
+        listed = await asyncio.to_thread(self.tournaments.store.listed, request.status, limit)
+        return tournament_pb2.ListTournamentsResponse(tournaments=listed)

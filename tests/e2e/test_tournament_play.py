@@ -1,0 +1,69 @@
+"""``dast play --tournament``: a person enters a tournament and plays every round's match
+through the terminal client's own prompt (answering ``a``: the basic bot's move)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import grpc
+import pytest
+
+from dast.v1 import common_pb2, tournament_pb2
+from services.cli.play import Client
+from services.cli.play.session import Session
+from services.cli.play.tournament import play_tournament, tournament_channel
+from tests.e2e.helpers import stack
+from tests.e2e.test_tournament import Host
+
+pytestmark = pytest.mark.timeout(120)
+
+
+async def test_a_person_enters_a_tournament_with_dast_play_and_plays_each_round() -> None:
+    async with stack(tournament_sweep_seconds=0.3) as run, \
+            grpc.aio.insecure_channel(run.address) as channel:
+        host = Host.on(channel)
+        created = await host.call("CreateTournament", tournament_pb2.CreateTournamentRequest(
+            settings=tournament_pb2.TournamentSettings(
+                name="evening cup", game_type=common_pb2.GAME_TYPE_HOKM, rounds=2,
+                target_score=1, bot_level="random")))
+        tournament_id = created.tournament.tournament_id
+        for _ in range(3):
+            await host.call("RegisterPlayer", tournament_pb2.RegisterPlayerRequest(
+                tournament_id=tournament_id, bot_level="random"))
+        said: list[str] = []
+        finished: list[tournament_pb2.GetStandingsResponse] = []
+        failures: list[BaseException] = []
+        session = Session(run.address)
+
+        def person() -> None:
+            try:
+                session.sign_in("device-tournament-player-1", "Person")
+                client = Client(session, lambda prompt: "a", said.append)
+                with tournament_channel(run.address) as tournaments:
+                    finished.append(play_tournament(
+                        tournaments, session.metadata, session.player_id, tournament_id,
+                        client, said.append, poll_seconds=0.1))
+            except BaseException as error:  # reported by the test below
+                failures.append(error)
+            finally:
+                session.close()
+
+        thread = threading.Thread(target=person, daemon=True)
+        thread.start()
+        async with asyncio.timeout(30):
+            while (await host.call("GetStandings", tournament_pb2.GetStandingsRequest(
+                    tournament_id=tournament_id))).tournament.entrants < 4:
+                await asyncio.sleep(0.05)
+        await host.call("StartTournament",
+                        tournament_pb2.StartTournamentRequest(tournament_id=tournament_id))
+        await asyncio.to_thread(thread.join, 90)
+    assert not failures, failures
+    assert finished, "the client did not see the end"
+    standings = finished[0].standings
+    me = next(line for line in standings if line.player_id == session.player_id)
+    assert me.played == 2 and len(standings) == 4
+    assert any(line.startswith("Round 1,") for line in said)
+    assert any(line.startswith("Round 2,") for line in said)
+    assert "The tournament is over." in said
+    assert any("Match over" in line for line in said)

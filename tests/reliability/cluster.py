@@ -1,0 +1,176 @@
+"""The whole system as separate processes on loopback, each of which may be broken.
+
+A private nats-server and a private PostgreSQL cluster (so that restarting them disturbs no
+one else on the machine), then one ``python -m services.compose`` process per service
+replica: the lobby, two game replicas, two bot replicas and, where the code has it, the
+stats service. Every process can be killed (SIGKILL), paused (SIGSTOP) and resumed, and
+started again with the same port and settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from services.compose import KNOWN_SERVICES
+from tests.support.servers import PrivateNats, PrivatePostgres, free_port, port_open
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+SECRET: Final = "reliability-suite-secret-0123456789abcdef0123456789"
+SIGNING_KEY: Final = "G1DCwG9DUhD7w7vhyT9cDP2m2ZqUw6jv0N2QmDq5cGc="
+PRESENCE_GRACE_SECONDS: Final = 3.0
+PRESENCE_HEARTBEAT_SECONDS: Final = 1.0
+"""Both short, so that a game replica paused for a few seconds outlives them: silent for
+three heartbeats, then the grace period, and its players' seats go to bots."""
+REPLICAS: Final = {"lobby": 1, "game": 2, "bot": 2, "stats": 1}
+"""How many processes of each service the cluster runs (stats only where it exists)."""
+
+
+@dataclass
+class DastProcess:
+    """One ``dast serve --services NAME`` process, which the suite may break and restart."""
+
+    name: str
+    service: str
+    port: int
+    env: dict[str, str]
+    log_path: Path
+    popen: subprocess.Popen[bytes] | None = field(default=None, init=False)
+    paused: bool = field(default=False, init=False)
+
+    @property
+    def running(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def start(self) -> None:
+        env = {**self.env, "DAST_SERVICES": self.service, "DAST_LISTEN": f"127.0.0.1:{self.port}"}
+        with self.log_path.open("ab") as log:
+            self.popen = subprocess.Popen(
+                [sys.executable, "-m", "services.compose"], cwd=ROOT, env=env,
+                stdout=log, stderr=subprocess.STDOUT,
+            )
+        self.paused = False
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs."""
+        if self.popen is not None and self.running:
+            self.popen.send_signal(signal.SIGKILL)
+            self.popen.wait(timeout=10)
+
+    def pause(self) -> None:
+        if self.popen is not None and self.running:
+            self.popen.send_signal(signal.SIGSTOP)
+            self.paused = True
+
+    def resume(self) -> None:
+        if self.popen is not None and self.paused:
+            self.popen.send_signal(signal.SIGCONT)
+            self.paused = False
+
+    def stop(self) -> None:
+        if self.popen is None or self.popen.poll() is not None:
+            return
+        self.resume()
+        self.popen.terminate()
+        try:
+            self.popen.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait(timeout=10)
+
+    async def listening(self, seconds: float = 120) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if not self.running:
+                raise RuntimeError(f"{self.name} exited: {self.log_tail()}")
+            if await asyncio.to_thread(port_open, self.port):
+                return
+            await asyncio.sleep(0.1)
+        raise TimeoutError(f"{self.name} did not listen on {self.port}: {self.log_tail()}")
+
+    def log_tail(self, size: int = 2000) -> str:
+        with contextlib.suppress(OSError):
+            return self.log_path.read_text(errors="replace")[-size:]
+        return ""
+
+
+@dataclass
+class Cluster:
+    """Every process of the system and the servers under them."""
+
+    nats: PrivateNats
+    postgres: PrivatePostgres
+    processes: list[DastProcess]
+    game_target: str
+
+    def of(self, service: str) -> list[DastProcess]:
+        return [process for process in self.processes if process.service == service]
+
+    @property
+    def lobby_address(self) -> str:
+        return f"127.0.0.1:{self.of('lobby')[0].port}"
+
+    @property
+    def services(self) -> list[str]:
+        return sorted({process.service for process in self.processes})
+
+    @property
+    def database_url(self) -> str:
+        return self.postgres.url
+
+
+@contextlib.asynccontextmanager
+async def running_cluster(work_dir: Path) -> AsyncIterator[Cluster]:
+    """Start the servers and every process; stop them all afterwards, whatever happened."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    nats = PrivateNats(work_dir / "jetstream")
+    postgres = PrivatePostgres()
+    processes: list[DastProcess] = []
+    try:
+        await asyncio.to_thread(postgres.initialise)
+        await asyncio.to_thread(postgres.start)
+        await asyncio.to_thread(nats.start)
+        game_ports = [free_port() for _ in range(REPLICAS["game"])]
+        game_target = "ipv4:" + ",".join(f"127.0.0.1:{port}" for port in game_ports)
+        env = {
+            **os.environ, "DAST_DATABASE_URL": postgres.url, "DAST_NATS_URL": nats.url,
+            "DAST_JWT_SECRET": SECRET, "DAST_SIGNING_KEY": SIGNING_KEY,
+            "DAST_GAME_TARGET": game_target, "DAST_LOG_LEVEL": "warning",
+            "DAST_PRESENCE_GRACE_SECONDS": str(PRESENCE_GRACE_SECONDS),
+            "DAST_PRESENCE_HEARTBEAT_SECONDS": str(PRESENCE_HEARTBEAT_SECONDS),
+        }
+        logs = work_dir / "logs"
+        logs.mkdir(exist_ok=True)
+        for service, count in REPLICAS.items():
+            if service not in KNOWN_SERVICES:
+                continue
+            for index in range(count):
+                port = game_ports[index] if service == "game" else free_port()
+                processes.append(DastProcess(f"{service}-{index}", service, port, env,
+                                             logs / f"{service}-{index}.log"))
+        first, *others = processes_in_start_order(processes)
+        first.start()  # the first game replica migrates the schema
+        await first.listening()
+        for process in others:
+            process.start()
+        await asyncio.gather(*(process.listening() for process in others))
+        yield Cluster(nats, postgres, processes, game_target)
+    finally:
+        for process in processes:
+            process.stop()
+        nats.stop()
+        await asyncio.to_thread(postgres.remove)
+
+
+def processes_in_start_order(processes: list[DastProcess]) -> list[DastProcess]:
+    """A game replica first: it creates the schema the others expect."""
+    return sorted(processes, key=lambda process: process.service != "game")

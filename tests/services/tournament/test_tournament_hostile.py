@@ -1,0 +1,75 @@
+"""Every RPC of the TournamentService, sent hostile requests (NUL and invalid UTF-8 in every
+string, bytes that are no message, random messages built from the descriptors), with
+valid, forged and missing tokens, answers with a documented status and no internals, and
+the service serves normally afterwards."""
+
+from __future__ import annotations
+
+from typing import Final
+
+import grpc
+import pytest
+from google.protobuf.descriptor import MethodDescriptor
+from hypothesis import HealthCheck, given, settings
+
+from dast.v1 import common_pb2, tournament_pb2, tournament_pb2_grpc
+from services.platform.auth import Role, mint_token
+from tests.e2e.helpers import SECRET, stack
+from tests.support.hostile import calls, garbage_payloads, reply_problem, send
+
+pytestmark = pytest.mark.timeout(120)
+
+METHODS: Final = list(
+    tournament_pb2.DESCRIPTOR.services_by_name["TournamentService"].methods)
+
+
+async def test_hostile_requests_to_the_tournament_service_get_documented_statuses() -> None:
+    async with stack(bots=False, timers=False, presence=False) as run, \
+            grpc.aio.insecure_channel(run.address) as channel:
+        host_token = mint_token(SECRET, "host-1")
+        created = await tournament_pb2_grpc.TournamentServiceStub(channel).CreateTournament(
+            tournament_pb2.CreateTournamentRequest(settings=tournament_pb2.TournamentSettings(
+                game_type=common_pb2.GAME_TYPE_HOKM)),
+            metadata=(("authorization", f"Bearer {host_token}"),))
+        tournament_id = created.tournament.tournament_id
+        tokens: dict[str, str | None] = {
+            "none": None, "host": host_token, "stranger": mint_token(SECRET, "g-stranger"),
+            "admin": mint_token(SECRET, "root", Role.ADMIN),
+            "forged": mint_token("another-secret-0123456789abcdef0123456789", "root",
+                                 Role.ADMIN),
+        }
+        problems = []
+        for method in METHODS:
+            for payload in garbage_payloads(method):
+                for name, token in tokens.items():
+                    code, _, error = await send(channel, method, payload, token)
+                    problem = reply_problem(code, payload, error)
+                    if problem is not None:
+                        problems.append(f"{method.name} {name} {payload[:40]!r}: {problem}")
+                    if token is None:
+                        assert code == grpc.StatusCode.UNAUTHENTICATED, method.name
+        assert not problems, problems
+        seen: dict[grpc.StatusCode, int] = {}
+        outcomes: list[tuple[MethodDescriptor, bytes, grpc.StatusCode, str | None]] = []
+
+        @settings(max_examples=150, deadline=None, database=None,
+                  suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                         HealthCheck.too_slow, HealthCheck.data_too_large])
+        @given(calls(METHODS, [tournament_id, "host-1", "g-stranger"], list(tokens)))
+        def hostile(call: tuple[MethodDescriptor, bytes, str]) -> None:
+            method, payload, token_name = call
+            outcomes.append((method, payload, grpc.StatusCode.OK, token_name))
+
+        hostile()
+        for method, payload, _, token_name in outcomes:
+            assert token_name is not None
+            code, _, error = await send(channel, method, payload, tokens[token_name])
+            problem = reply_problem(code, payload, error)
+            assert problem is None, f"{method.name} {token_name} {payload[:60]!r}: {problem}"
+            seen[code] = seen.get(code, 0) + 1
+        assert sum(seen.values()) >= 100
+        # The service answers normally afterwards.
+        standings = await tournament_pb2_grpc.TournamentServiceStub(channel).GetStandings(
+            tournament_pb2.GetStandingsRequest(tournament_id=tournament_id),
+            metadata=(("authorization", f"Bearer {host_token}"),))
+        assert standings.tournament.tournament_id == tournament_id
