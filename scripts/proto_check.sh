@@ -19,7 +19,7 @@ if ! git cat-file -e 'HEAD~1:buf.yaml' 2>/dev/null; then
   echo "buf breaking: skipped (the previous commit predates buf.yaml)"
   exit 0
 fi
-# The previous commit's protos/ as a module of its own (its buf.yaml sits at the root,
-# so the module's files are compared by their paths under protos/).
-"$buf" breaking --against '.git#ref=HEAD~1,subdir=protos'
+# The previous commit's whole workspace (its buf.yaml at the root: both modules), so the
+# files on each side are compared module by module.
+"$buf" breaking --against '.git#ref=HEAD~1'
 echo "buf breaking: compatible with HEAD~1"
