@@ -794,6 +794,13 @@ HAND_CASES: dict[str, HandCase] = {
         moves=(DRAW, _lay(_spec("K♠ K♥ JK1", JK1="K♣"), _spec("Q♠ Q♥ Q♦"))),
         command={"retrieve_joker": hand_pb2.RetrieveJoker(meld_id=0,
                                                           cards=_cards("6♥"))}),
+    # Two melds worth 27 (below the 51 to open) leave the drawn 5♠ alone in the hand: a
+    # "hand" in the making, which ends only by discarding it; laying it off onto 2♠ 3♠ 4♠
+    # (which would otherwise go out) is refused.
+    "hand_must_discard": HandCase(
+        hands=("2♠ 3♠ 4♠ 5♥ 6♥ 7♥", "2♣' 9♥'"), stock="5♠ 8♦'",
+        moves=(DRAW, _lay(_spec("2♠ 3♠ 4♠"), _spec("5♥ 6♥ 7♥"))),
+        command={"lay_off": hand_pb2.LayOff(meld_id=0, card=_cards("5♠")[0])}),
 }
 
 
@@ -992,8 +999,6 @@ UNREACHABLE: Final = {
     "discard_pile_empty": "a round opens with a discard and every turn ends with one (a "
                           "restock keeps the top card): no log leaves the pile empty when a "
                           "seat may take from it",
-    "hand_must_discard": "needs the whole hand laid below the threshold with one card kept "
-                         "in the same turn; engine/hand tests cover it from a chosen state",
     "invalid_seat": "the services check a seat number against the match before the rules "
                     "see it (answered invalid_request); engine tests cover the rules' check",
     "joker_face_missing": "decoding a command refuses a joker without a face first "
