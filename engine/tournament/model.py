@@ -55,7 +55,9 @@ class VariantSpec:
     """
 
     game: str
-    """The game's registry name (``"hokm"``, ``"hand"``); recorded, never branched on."""
+    """The game's registry name (``"hokm"``, ``"hand"``); recorded, never branched on by the
+    tournament's decisions (only :func:`engine.tournament.variants.table_rules` reads it, to
+    find the game's rules)."""
     seats: int
     """Players at a table (2..8; the served games seat 2..4)."""
     sides: tuple[tuple[int, ...], ...]

@@ -166,7 +166,8 @@ class Conductor:
     async def _open(self, loaded: Loaded, table: engine.Table, names: dict[str, str],
                     bots: frozenset[str]) -> None:
         game_id = options.game_id_of(loaded.tournament_id, loaded.state.round, table.table)
-        request = options.create_game_request(loaded.settings, game_id, table, names, bots)
+        request = options.create_game_request(loaded.settings, loaded.state.options.variant,
+                                              game_id, table, names, bots)
         async with self._create_slots:
             for attempt in range(CREATE_ATTEMPTS):
                 try:

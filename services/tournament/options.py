@@ -3,14 +3,17 @@
 ``dast.v1.TournamentSettings`` becomes the engine's
 :class:`~engine.tournament.TournamentOptions` (the variant described by the game's own spec
 function in :mod:`engine.tournament.variants`, ``<game name>_spec``, found by the game's
-registry name so that no service names a game), and a table of a round becomes the
-``CreateGameRequest`` of its match: the game's default rules for the table's seats with the
-tournament's target score and turn time, every seat's player in seat order, bots (ids
-``bot:<level>:<game id>-<seat>``) in seats no entrant holds.
+registry name so that no service names a game; ``partnerships`` asks it for the game's team
+form, which the spec function alone decides whether the game offers), and a table of a round
+becomes the ``CreateGameRequest`` of its match: the rules the engine gives for the recorded
+spec (:func:`engine.tournament.variants.table_rules`: the game's rules for the seats in the
+spec's team form) with the tournament's target score and turn time, every seat's player in
+seat order, bots (ids ``bot:<level>:<game id>-<seat>``) in seats no entrant holds.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
 from typing import Final
 
@@ -75,20 +78,31 @@ def seats_of(settings: tournament_pb2.TournamentSettings) -> int:
 def variant_spec(settings: tournament_pb2.TournamentSettings) -> VariantSpec:
     """The engine's description of the tables' game (:mod:`engine.tournament.variants`).
 
-    :raises ServiceError: INVALID_ARGUMENT for a game without a spec or a seat count it
-        refuses.
+    ``settings.partnerships`` is passed on only when set, and only to a spec function that
+    takes it; whether the game and seat count offer partnerships is the spec function's call.
+
+    :raises ServiceError: INVALID_ARGUMENT for a game without a spec, a seat count it refuses,
+        or partnerships it does not offer.
     """
     game = game_of(settings)
     describe = getattr(variants, f"{game.NAME}_spec", None)
     if describe is None:
         raise _invalid("settings.game_type", "this game offers no tournaments")
     seats = seats_of(settings)
+    if not settings.partnerships:
+        try:
+            spec: VariantSpec = describe(seats)
+        except ValueError as error:
+            raise _invalid("settings.players_per_table", str(error)) from None
+        return spec
+    if "partnerships" not in inspect.signature(describe).parameters:
+        raise _invalid("settings.partnerships",
+                       "this game has no choice of partnerships (its teams follow from the "
+                       "seats)")
     try:
-        # The game's default rules for the seats: the spec's own default sides match them
-        # (a game's optional partnerships would need its rules set, which no service names).
-        spec: VariantSpec = describe(seats)
+        spec = describe(seats, partnerships=True)
     except ValueError as error:
-        raise _invalid("settings.players_per_table", str(error)) from None
+        raise _invalid("settings.partnerships", str(error)) from None
     return spec
 
 
@@ -151,11 +165,16 @@ def bot_player_id(level: str, game_id: str, seat: int) -> str:
 
 
 def create_game_request(
-    settings: tournament_pb2.TournamentSettings, game_id: str, table: Table,
+    settings: tournament_pb2.TournamentSettings, spec: VariantSpec, game_id: str, table: Table,
     names: dict[str, str], bot_players: frozenset[str],
 ) -> game_pb2.CreateGameRequest:
-    """The CreateGame request of a round's table (``names``: display names by player id;
-    ``bot_players``: registered entrants' players that are bots)."""
+    """The CreateGame request of a round's table (``spec``: the variant the tournament's log
+    records; ``names``: display names by player id; ``bot_players``: registered entrants'
+    players that are bots).
+
+    :raises ValueError: when ``spec`` is not the settings' game's or its seats not the
+        table's (a log and settings that disagree).
+    """
     game = game_of(settings)
     level = settings.bot_level or DEFAULT_BOT_LEVEL
     players = []
@@ -170,8 +189,9 @@ def create_game_request(
                 display_name=f"Bot {index + 1}", is_bot=True))
     request = game_pb2.CreateGameRequest(game_type=settings.game_type, game_id=game_id,
                                          players=players)
-    rules = game.table_rules(game.rules_for_players(len(table.seats)),
-                             target_score=settings.target_score,
-                             turn_seconds=settings.turn_seconds)
+    if spec.seats != len(table.seats):
+        raise ValueError(f"a table of {len(table.seats)} seats under a spec of {spec.seats}")
+    rules = variants.table_rules(game, spec, target_score=settings.target_score,
+                                 turn_seconds=settings.turn_seconds)
     put(request, game.SCHEMA, rules)
     return request

@@ -1,7 +1,8 @@
-"""Tournaments played end to end on the embedded stack: 64 bots in a Swiss Hokm tournament.
+"""Tournaments played end to end on the embedded stack: 64 bots in a Swiss Hokm tournament,
+8 in a Swiss tournament of Hand in partnerships.
 
 The standings the service publishes must equal a recomputation from the games' own logs
-(written here from the Hokm events, not through the service's reader), the tournament's
+(written here from the games' final events, not through the service's reader), the tournament's
 log must verify (the engine's audit and the service's hash chain), two tournament replicas
 on one store must take every step once, and a stack restarted mid-round must finish.
 """
@@ -36,6 +37,8 @@ pytestmark = pytest.mark.timeout(180)
 
 PLAYERS = 64
 ROUNDS = 3
+FINAL_SCORES = {"hokm": "scores", "hand": "totals"}
+"""The field of each game's ``match_ended`` event listing the final score per seat."""
 
 
 @dataclass
@@ -55,17 +58,20 @@ class Host:
         return await getattr(self.stub, method)(request, metadata=self.metadata, timeout=30)
 
     async def bot_tournament(self, players: int = PLAYERS, rounds: int = ROUNDS,
-                             **settings: Any) -> str:
-        """Create a Swiss Hokm tournament of ``players`` random bots and start it."""
+                             game_type: common_pb2.GameType.ValueType = (
+                                 common_pb2.GAME_TYPE_HOKM),
+                             bot_level: str = "random", **settings: Any) -> str:
+        """Create a Swiss tournament (Hokm unless told) of ``players`` bots of ``bot_level``
+        and start it."""
         created = await self.call("CreateTournament", tournament_pb2.CreateTournamentRequest(
             settings=tournament_pb2.TournamentSettings(
-                name="bots", game_type=common_pb2.GAME_TYPE_HOKM,
+                name="bots", game_type=game_type,
                 format=tournament_pb2.TOURNAMENT_FORMAT_SWISS, rounds=rounds, target_score=1,
-                bot_level="random", **settings)))
+                bot_level=bot_level, **settings)))
         tournament_id: str = created.tournament.tournament_id
         for _ in range(players):
             await self.call("RegisterPlayer", tournament_pb2.RegisterPlayerRequest(
-                tournament_id=tournament_id, bot_level="random"))
+                tournament_id=tournament_id, bot_level=bot_level))
         await self.call("StartTournament",
                         tournament_pb2.StartTournamentRequest(tournament_id=tournament_id))
         return tournament_id
@@ -94,6 +100,7 @@ def recomputed_standings(run: Running, events: list[engine.Event]
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
     tournament_id = events[0].body.tournament_id  # type: ignore[union-attr]
     options = events[0].body.options  # type: ignore[union-attr]
+    member = options.variant.game  # the game's member of the log's oneof ("hokm", "hand")
     for event in events:
         if not isinstance(event.body, engine.RoundStarted):
             continue
@@ -104,14 +111,16 @@ def recomputed_standings(run: Running, events: list[engine.Event]
             winners: set[int] = set()
             tricks = [0] * len(table.seats)
             for game_event in log:
-                kind = game_event.hokm.WhichOneof("kind") if game_event.HasField(
-                    "hokm") else None
-                if kind == "round_ended":
-                    tricks = [t + n for t, n in zip(tricks, game_event.hokm.round_ended.tricks,
+                if not game_event.HasField(member):  # type: ignore[arg-type]
+                    continue
+                body = getattr(game_event, member)
+                kind = body.WhichOneof("kind")
+                if kind == "round_ended" and options.variant.has_tricks:
+                    tricks = [t + n for t, n in zip(tricks, body.round_ended.tricks,
                                                     strict=True)]
                 elif kind == "match_ended":
-                    scores = list(game_event.hokm.match_ended.scores)
-                    winners = set(game_event.hokm.match_ended.winners)
+                    scores = list(getattr(body.match_ended, FINAL_SCORES[member]))
+                    winners = set(body.match_ended.winners)
             assert scores, f"{game_id} did not end"
             for seat, place in enumerate(table.seats):
                 if not place.entrant_id:
@@ -166,6 +175,44 @@ async def test_a_64_player_swiss_hokm_tournament_of_bots_finishes_with_standings
     assert len(rounds) == ROUNDS and all(len(r.body.tables) == PLAYERS // 4  # type: ignore[union-attr]
                                          for r in rounds)
     assert len(last.standings) == PLAYERS
+
+
+async def test_a_swiss_tournament_of_hand_in_partnerships_plays_partnered_tables_to_the_end(
+) -> None:
+    players = 8
+    async with stack(tournament_sweep_seconds=0.3) as run, \
+            grpc.aio.insecure_channel(run.address) as channel:
+        host = Host.on(channel)
+        tournament_id = await host.bot_tournament(
+            players=players, rounds=2, game_type=common_pb2.GAME_TYPE_HAND,
+            bot_level="greedy", partnerships=True)  # greedy Hand bots end a match sooner
+        last = await host.finished(tournament_id)
+        assert last.tournament.settings.partnerships
+        assert run.stack.tournament_store is not None
+        events = check_finished_tournament(run, run.stack.tournament_store, tournament_id,
+                                           last)
+        variant = events[0].body.options.variant  # type: ignore[union-attr]
+        assert variant.game == "hand" and variant.sides == ((0, 2), (1, 3))
+        rounds = [e.body for e in events if isinstance(e.body, engine.RoundStarted)]
+        assert len(rounds) == 2 and all(len(r.tables) == players // 4 for r in rounds)
+        for round_ in rounds:
+            for table in round_.tables:
+                game_id = f"{tournament_id}-r{round_.round}-t{table.table}"
+                first = run.store.load(game_id)[0].event
+                assert first.hand.WhichOneof("kind") == "match_started", game_id
+                rules = first.hand.match_started.rules
+                # The match was created in its team form: 4 players, partners opposite.
+                assert rules.players == 4 and rules.partnerships, game_id
+                assert [place.side for place in table.seats] == [0, 1, 0, 1], game_id
+                # The table's result is per side, read from the partners' shared total and
+                # the winning seats of the match's last event.
+                ended = run.store.load(game_id)[-1].event.hand.match_ended
+                assert ended.totals[0] == ended.totals[2] and ended.totals[1] == ended.totals[3]
+                result = next(e.body for e in events if isinstance(e.body, engine.ResultRecorded)
+                              and (e.body.round, e.body.table) == (round_.round, table.table))
+                assert [side.points for side in result.sides] == list(ended.totals[:2])
+                assert result.winners == tuple(sorted({seat % 2 for seat in ended.winners}))
+    assert len(last.standings) == players
 
 
 @contextlib.asynccontextmanager

@@ -41,6 +41,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "clients" / "ts"
 SCRIPT = CLIENT / "dist" / "e2e" / "play_match.js"
 _DAST = Path(sys.executable).with_name("dast")
+CUT_AFTER_EVENTS = 10
+"""Where the client's connection is cut: early, since a one-round Hand match may end after a
+few dozen events (a player who lays the whole hand at once)."""
 SERVE = [str(_DAST), "serve"] if _DAST.exists() else [sys.executable, "-m", "services.compose"]
 
 
@@ -98,7 +101,7 @@ def server_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def _play(node: str, address: str, game: str, device: str) -> dict[str, Any]:
     result = subprocess.run(
         [node, str(SCRIPT), "--address", address, "--game", game, "--device", device,
-         "--cut-after-events", "40", "--lose-reply-of-command", "3"],
+         "--cut-after-events", str(CUT_AFTER_EVENTS), "--lose-reply-of-command", "3"],
         cwd=str(CLIENT), capture_output=True, text=True, timeout=150, check=False,
     )
     assert result.returncode == 0, f"the client failed:\n{result.stderr}"
@@ -138,7 +141,7 @@ def test_the_ts_client_plays_a_whole_match_across_a_dropped_stream(
     # The stream was cut mid-match and resumed after the last event it had received (events
     # already in the client's buffers when the network went may still be delivered first).
     assert summary["cuts"] == 1 and summary["connections"] >= 2
-    assert 40 <= summary["resumedAfter"][0] < len(log_hashes)
+    assert CUT_AFTER_EVENTS <= summary["resumedAfter"][0] < len(log_hashes)
     # The lost reply was resent with the same command id and answered as a duplicate (the
     # cut may have lost another reply too).
     assert summary["duplicates"] >= 1 and summary["resends"] >= 1 and summary["moves"] > 0

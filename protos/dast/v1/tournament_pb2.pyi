@@ -97,6 +97,7 @@ class TournamentSettings(google.protobuf.message.Message):
     MAX_PLAYERS_FIELD_NUMBER: builtins.int
     FILL_WITH_BOTS_FIELD_NUMBER: builtins.int
     BOT_LEVEL_FIELD_NUMBER: builtins.int
+    PARTNERSHIPS_FIELD_NUMBER: builtins.int
     name: builtins.str
     game_type: dast.v1.common_pb2.GameType.ValueType
     format: Global___TournamentFormat.ValueType
@@ -124,6 +125,12 @@ class TournamentSettings(google.protobuf.message.Message):
     """The level of the bots filling seats and standing in ("random", "greedy", "basic",
     "expert"; empty: "basic").
     """
+    partnerships: builtins.bool
+    """The tables' game in its team form where the game offers one for the seat count (Hand
+    with 4 players: seats 0+2 against 1+3). A game or seat count without that choice
+    (Hokm, whose 4 players are always partners; fewer than 4 players) refuses it with
+    INVALID_ARGUMENT.
+    """
     def __init__(
         self,
         *,
@@ -139,8 +146,9 @@ class TournamentSettings(google.protobuf.message.Message):
         max_players: builtins.int = ...,
         fill_with_bots: builtins.bool = ...,
         bot_level: builtins.str = ...,
+        partnerships: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["bot_level", b"bot_level", "fill_with_bots", b"fill_with_bots", "format", b"format", "game_type", b"game_type", "max_players", b"max_players", "name", b"name", "players_per_table", b"players_per_table", "registered_pairs", b"registered_pairs", "round_time_limit_seconds", b"round_time_limit_seconds", "rounds", b"rounds", "target_score", b"target_score", "turn_seconds", b"turn_seconds"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["bot_level", b"bot_level", "fill_with_bots", b"fill_with_bots", "format", b"format", "game_type", b"game_type", "max_players", b"max_players", "name", b"name", "partnerships", b"partnerships", "players_per_table", b"players_per_table", "registered_pairs", b"registered_pairs", "round_time_limit_seconds", b"round_time_limit_seconds", "rounds", b"rounds", "target_score", b"target_score", "turn_seconds", b"turn_seconds"]) -> None: ...
 
 Global___TournamentSettings: typing_extensions.TypeAlias = TournamentSettings
 

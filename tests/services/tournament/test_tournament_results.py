@@ -8,6 +8,7 @@ import pytest
 from engine.core.testing import play_bots
 from engine.registry import GAMES_BY_NAME
 from engine.tournament import hand_spec, hokm_spec
+from engine.tournament.variants import table_rules
 from services.tournament.results import UnreadableResult, match_report
 
 
@@ -50,6 +51,22 @@ def test_a_finished_hand_match_reports_its_penalty_totals_and_no_tricks() -> Non
     assert [side.points for side in report.sides] == list(ended.totals)
     assert all(side.tricks == 0 for side in report.sides)
     assert report.winners == tuple(sorted(ended.winners))
+
+
+def test_a_hand_partnership_match_reports_one_result_per_partnership() -> None:
+    game = GAMES_BY_NAME["hand"]
+    spec = hand_spec(4, partnerships=True)
+    rules = table_rules(game, spec, target_score=0, turn_seconds=0)
+    bots = game.bot_policies(None)  # type: ignore[arg-type]
+    log = play_bots(game, bots, rules, bytes(32), ["greedy"] * 4, 11)
+    assert log[0].hand.match_started.rules.partnerships
+    report = match_report(game, log, spec)
+    ended = log[-1].hand.match_ended
+    # Partners share a total; the sides are seats 0+2 and 1+3.
+    assert report.over and len(report.sides) == 2
+    assert [side.points for side in report.sides] == [ended.totals[0], ended.totals[1]]
+    assert ended.totals[0] == ended.totals[2] and ended.totals[1] == ended.totals[3]
+    assert report.winners == tuple(sorted({seat % 2 for seat in ended.winners}))
 
 
 def test_an_empty_log_has_no_result() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from dast.v1 import common_pb2, tournament_pb2, tournament_pb2_grpc
 from services.platform.auth import Role, mint_token
-from services.platform.errors import reason_of
+from services.platform.errors import error_info_of, reason_of
 from tests.e2e.helpers import SECRET, stack
 
 pytestmark = pytest.mark.timeout(60)
@@ -98,3 +98,23 @@ async def test_unknown_tournaments_and_settings_out_of_range_are_refused() -> No
         ):
             await _refused(caller("CreateTournament", tournament_pb2.CreateTournamentRequest(
                 settings=settings)), grpc.StatusCode.INVALID_ARGUMENT)
+
+
+async def test_partnerships_are_offered_only_where_the_game_and_seats_have_the_choice(
+) -> None:
+    async with stack(bots=False, timers=False, presence=False) as run, \
+            grpc.aio.insecure_channel(run.address) as channel:
+        caller = Caller(channel, "p-1")
+        for game_type, seats in ((common_pb2.GAME_TYPE_HOKM, 3), (common_pb2.GAME_TYPE_HOKM, 4),
+                                 (common_pb2.GAME_TYPE_HAND, 3), (common_pb2.GAME_TYPE_HAND, 2)):
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await caller("CreateTournament", tournament_pb2.CreateTournamentRequest(
+                    settings=tournament_pb2.TournamentSettings(
+                        game_type=game_type, players_per_table=seats, partnerships=True)))
+            assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, (game_type, seats)
+            info = error_info_of(caught.value)
+            assert info is not None and info.metadata["field"] == "settings.partnerships"
+        created = await caller("CreateTournament", tournament_pb2.CreateTournamentRequest(
+            settings=tournament_pb2.TournamentSettings(
+                game_type=common_pb2.GAME_TYPE_HAND, players_per_table=4, partnerships=True)))
+        assert created.tournament.settings.partnerships
