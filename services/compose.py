@@ -51,7 +51,7 @@ from services.lobby.app import Lobby, mount_lobby_service
 from services.lobby.changes import Tables
 from services.lobby.store import LobbyStore
 from services.platform.auth import Role, mint_token
-from services.platform.bus import Bus, InProcessBus, Published, open_bus
+from services.platform.bus import Bus, InProcessBus, Published, cancel_and_wait, open_bus
 from services.platform.channels import service_channel
 from services.platform.clock import Clock, wall_clock_ms
 from services.platform.config import Settings, load_settings, masked_url
@@ -260,11 +260,7 @@ class Composition:
 
     async def stop(self) -> None:
         """Cancel the background work and close the channel to the game service."""
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
         if self.tournament is not None:
             await self.tournament.stop()

@@ -33,7 +33,7 @@ from services.lobby.changes import Tables
 from services.lobby.feed import FeedPublisher
 from services.lobby.service import GameStarter, GrpcGameStarter, LobbyService
 from services.lobby.store import LobbyStore, TableNotFound
-from services.platform.bus import Bus, Published
+from services.platform.bus import Bus, Published, cancel_and_wait
 from services.platform.clock import Clock, wall_clock_ms
 from services.platform.table_feed import TableFeed
 
@@ -95,11 +95,7 @@ class Lobby:
                 async for published in events:
                     await self.on_event(published)
             finally:
-                for task in background:
-                    task.cancel()
-                for task in background:
-                    with contextlib.suppress(BaseException):
-                        await task
+                await cancel_and_wait(background)
         finally:
             starter = self._starter.starter
             if isinstance(starter, GrpcGameStarter):

@@ -17,16 +17,13 @@ Errors::
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import (
     BigInteger,
     Column,
     Connection,
-    Engine,
     Index,
     LargeBinary,
     String,
@@ -35,13 +32,13 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import registry
 from sqlmodel import Field, SQLModel
 
 from dast.v1 import lobby_pb2
 from services.lobby.tables import Update
-from services.platform.sql_engine import open_sql_engine
+from services.platform.sql_engine import SqlTables, open_tables
 
 _TABLE_STATUSES_OPEN = (lobby_pb2.TABLE_STATUS_WAITING,)
 
@@ -121,24 +118,14 @@ class StaleTable(LobbyStoreError):
     """The table changed since it was loaded."""
 
 
-def _engine(url: str) -> Engine:
-    return open_sql_engine(url, owner="lobby")
-
-
 def _table(body: bytes) -> lobby_pb2.Table:
     table = lobby_pb2.Table()
     table.ParseFromString(body)
     return table
 
 
-class LobbyStore:
+class LobbyStore(SqlTables):
     """Guests and tables (synchronous, thread-safe; async code uses ``asyncio.to_thread``)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._lock: contextlib.AbstractContextManager[Any] = (
-            contextlib.nullcontext() if engine.dialect.name == "postgresql" else threading.RLock()
-        )
 
     @classmethod
     def open(cls, url: str | None) -> LobbyStore:
@@ -146,24 +133,7 @@ class LobbyStore:
 
         :raises ValueError: if ``url`` is neither SQLite nor PostgreSQL.
         """
-        engine = _engine(url or "sqlite://")
-        try:
-            LobbyModel.metadata.create_all(engine)
-        except DBAPIError:
-            # Another replica created the tables at the same moment: they exist now.
-            LobbyModel.metadata.create_all(engine)
-        return cls(engine)
-
-    def close(self) -> None:
-        """Release connections (after any call still running in another thread: an
-        in-memory SQLite database is one connection, closing it under a query crashes)."""
-        with self._lock:
-            self._engine.dispose()
-
-    @contextlib.contextmanager
-    def _transaction(self) -> Iterator[Connection]:
-        with self._lock, self._engine.begin() as connection:
-            yield connection
+        return cls(open_tables(url, LobbyModel.metadata, owner="lobby"))
 
     def guest(self, device_id: str, display_name: str, new_player_id: str) -> tuple[str, str]:
         """The ``(player_id, display_name)`` of ``device_id``, registering it when new.

@@ -32,9 +32,9 @@ import collections
 import contextlib
 import re
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from dast.v1 import log_pb2
 from engine.registry import GAMES
@@ -83,6 +83,17 @@ def check_token(kind: str, value: str) -> str:
     if not _TOKEN.fullmatch(value):
         raise ValueError(f"{kind} {value!r} must match {_TOKEN.pattern} to be a subject token")
     return value
+
+
+async def cancel_and_wait(tasks: Iterable[asyncio.Future[Any]]) -> None:
+    """Cancel ``tasks`` and wait until each has ended, whatever it ended with (a
+    service's background work at shutdown: nothing it raises is left unretrieved)."""
+    waiting = list(tasks)
+    for task in waiting:
+        task.cancel()
+    for task in waiting:
+        with contextlib.suppress(BaseException):
+            await task
 
 
 def raise_if_cancelling() -> None:

@@ -11,10 +11,14 @@ embedded, each configured the one way the services rely on.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, MetaData, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import StaticPool
 
 
@@ -57,3 +61,49 @@ def open_sql_engine(url: str, *, owner: str, pool_size: int | None = None,
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
+
+
+def open_tables(url: str | None, metadata: MetaData, *, owner: str,
+                pool_size: int | None = None, sqlite_synchronous: str | None = None) -> Engine:
+    """:func:`open_sql_engine` for ``url`` (None: a private in-memory SQLite database) with
+    ``metadata``'s tables created when missing.
+
+    :raises ValueError: for a URL of another database.
+    """
+    engine = open_sql_engine(url or "sqlite://", owner=owner, pool_size=pool_size,
+                             sqlite_synchronous=sqlite_synchronous)
+    try:
+        metadata.create_all(engine)
+    except DBAPIError:
+        # Another replica created the tables at the same moment: they exist now.
+        metadata.create_all(engine)
+    return engine
+
+
+class SqlTables:
+    """What a service's own store shares with the others: its engine, and on SQLite one
+    lock around every use of it (one file, one writer; an in-memory database is a single
+    connection). Synchronous and thread-safe; async code calls it with ``asyncio.to_thread``.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._lock: contextlib.AbstractContextManager[Any] = (
+            contextlib.nullcontext() if engine.dialect.name == "postgresql" else threading.RLock()
+        )
+
+    def close(self) -> None:
+        """Release connections (after any call still running in another thread: an
+        in-memory SQLite database is one connection, closing it under a query crashes)."""
+        with self._lock:
+            self._engine.dispose()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        with self._lock, self._engine.begin() as connection:
+            yield connection
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        with self._lock, self._engine.connect() as connection:
+            yield connection

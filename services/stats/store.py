@@ -25,9 +25,7 @@ from the start (:func:`services.stats.projector.subject_of`).
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
@@ -50,11 +48,10 @@ from sqlalchemy import (
     tuple_,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import registry
 from sqlmodel import Field, SQLModel
 
-from services.platform.sql_engine import open_sql_engine
+from services.platform.sql_engine import SqlTables, open_tables
 
 SUBJECT_CHARS = 160
 """Longest subject (a player id, or ``bot:`` and a level)."""
@@ -289,18 +286,11 @@ class Reads:
         return int(value or 0)
 
 
-def _engine(url: str) -> Engine:
-    return open_sql_engine(url, owner="stats", sqlite_synchronous="NORMAL")
-
-
-class StatsStore:
+class StatsStore(SqlTables):
     """The stats tables (synchronous, thread-safe; async code uses ``asyncio.to_thread``)."""
 
     def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._lock: contextlib.AbstractContextManager[Any] = (
-            contextlib.nullcontext() if engine.dialect.name == "postgresql" else threading.RLock()
-        )
+        super().__init__(engine)
         self._insert = (postgresql.insert if engine.dialect.name == "postgresql"
                         else sqlite.insert)
         self._statements = self._upserts()
@@ -311,28 +301,8 @@ class StatsStore:
 
         :raises ValueError: if ``url`` is neither SQLite nor PostgreSQL.
         """
-        engine = _engine(url or "sqlite://")
-        try:
-            StatsModel.metadata.create_all(engine)
-        except DBAPIError:
-            # Another process created the tables at the same moment: they exist now.
-            StatsModel.metadata.create_all(engine)
-        return cls(engine)
-
-    def close(self) -> None:
-        """Release connections."""
-        with self._lock:
-            self._engine.dispose()
-
-    @contextlib.contextmanager
-    def _transaction(self) -> Iterator[Connection]:
-        with self._lock, self._engine.begin() as connection:
-            yield connection
-
-    @contextlib.contextmanager
-    def _reading(self) -> Iterator[Connection]:
-        with self._lock, self._engine.connect() as connection:
-            yield connection
+        return cls(open_tables(url, StatsModel.metadata, owner="stats",
+                               sqlite_synchronous="NORMAL"))
 
     def apply(self, project: Callable[[Reads], tuple[Changes, Result]]) -> Result:
         """Run ``project(reads) -> (changes, result)`` inside one transaction, write its

@@ -15,14 +15,13 @@ service, the pending results on the durable consumer, the deadlines in the logs.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from dataclasses import dataclass, field
 from typing import Final
 
 import grpc
 
 from dast.v1 import tournament_pb2, tournament_pb2_grpc
-from services.platform.bus import Bus, InProcessBus, open_bus
+from services.platform.bus import Bus, InProcessBus, cancel_and_wait, open_bus
 from services.platform.clock import Clock, wall_clock_ms
 from services.platform.config import Settings
 from services.tournament.conductor import Conductor
@@ -92,11 +91,7 @@ class TournamentApp:
 
     async def stop(self) -> None:
         """Cancel the background work and close the channel to the game service."""
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
         if self._games is not None:
             await self._games.close()

@@ -42,7 +42,7 @@ from dast.v1 import log_pb2, tournament_pb2
 from engine import tournament as engine
 from engine.core.errors import RuleViolation
 from engine.registry import GAMES, GAMES_BY_NAME
-from services.platform.bus import Bus, Published, raise_if_cancelling
+from services.platform.bus import Bus, Published, cancel_and_wait, raise_if_cancelling
 from services.platform.clock import Clock, wall_clock_ms
 from services.tournament import options
 from services.tournament.games import TRANSIENT, TournamentGames
@@ -111,11 +111,7 @@ class Conductor:
                 if _is_final(published):
                     self._spawn(self.on_game_over(published.game_id))
         finally:
-            for task in [*background, *self._tasks]:
-                task.cancel()
-            for task in [*background, *self._tasks]:
-                with contextlib.suppress(BaseException):
-                    await task
+            await cancel_and_wait([*background, *self._tasks])
 
     def _spawn(self, work: Coroutine[Any, Any, object]) -> None:
         task = asyncio.ensure_future(work)

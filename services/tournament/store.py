@@ -24,17 +24,13 @@ Errors::
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import (
     BigInteger,
     Column,
     Connection,
-    Engine,
     Index,
     Integer,
     LargeBinary,
@@ -43,12 +39,12 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import registry
 from sqlmodel import Field, SQLModel
 
 from dast.v1 import tournament_pb2
-from services.platform.sql_engine import open_sql_engine
+from services.platform.sql_engine import SqlTables, open_tables
 
 ID_LENGTH = 64
 
@@ -160,25 +156,15 @@ class Step:
     matches: Sequence[MatchPlace] = ()
 
 
-def _engine(url: str) -> Engine:
-    return open_sql_engine(url, owner="tournament", pool_size=8)
-
-
 def _summary(body: bytes) -> tournament_pb2.TournamentSummary:
     summary = tournament_pb2.TournamentSummary()
     summary.ParseFromString(body)
     return summary
 
 
-class TournamentStore:
+class TournamentStore(SqlTables):
     """Every tournament's log (synchronous, thread-safe; async code uses
     ``asyncio.to_thread``)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._lock: contextlib.AbstractContextManager[Any] = (
-            contextlib.nullcontext() if engine.dialect.name == "postgresql" else threading.RLock()
-        )
 
     @classmethod
     def open(cls, url: str | None) -> TournamentStore:
@@ -186,28 +172,8 @@ class TournamentStore:
 
         :raises ValueError: if ``url`` is neither SQLite nor PostgreSQL.
         """
-        engine = _engine(url or "sqlite://")
-        try:
-            TournamentModel.metadata.create_all(engine)
-        except DBAPIError:
-            # Another replica created the tables at the same moment: they exist now.
-            TournamentModel.metadata.create_all(engine)
-        return cls(engine)
-
-    def close(self) -> None:
-        """Release connections."""
-        with self._lock:
-            self._engine.dispose()
-
-    @contextlib.contextmanager
-    def _transaction(self) -> Iterator[Connection]:
-        with self._lock, self._engine.begin() as connection:
-            yield connection
-
-    @contextlib.contextmanager
-    def _reading(self) -> Iterator[Connection]:
-        with self._lock, self._engine.connect() as connection:
-            yield connection
+        return cls(open_tables(url, TournamentModel.metadata, owner="tournament",
+                               pool_size=8))
 
     def create(self, tournament_id: str, step: Step, *, created_at_ms: int) -> None:
         """Store a new tournament whose log starts with ``step``'s events (seq 1 on).
