@@ -17,7 +17,9 @@ import grpc
 
 from dast.v1 import tournament_pb2, tournament_pb2_grpc
 from engine import tournament as engine
+from engine.core.errors import RuleViolation
 from engine.core.protocol import BOT_LEVELS
+from engine.tournament.errors import TournamentCode
 from engine.tournament.model import DEFAULT_RATING
 from services.platform.auth import Identity, current_identity
 from services.platform.bus import Bus, raise_if_cancelling
@@ -36,6 +38,11 @@ BOT_PREFIX: Final = "bot:"
 
 def _denied(message: str) -> ServiceError:
     return ServiceError(grpc.StatusCode.PERMISSION_DENIED, Reason.ROLE_REQUIRED, message)
+
+
+def _entered(loaded: Loaded, player_id: str) -> bool:
+    """Whether ``player_id`` is a member of one of the tournament's entrants."""
+    return any(player_id in entrant.members for entrant in loaded.state.entrants.values())
 
 
 def _is_host(loaded: Loaded, caller: Identity) -> bool:
@@ -126,6 +133,11 @@ class TournamentService(tournament_pb2_grpc.TournamentServiceServicer):
             if is_bot_player(caller.player_id):
                 raise _denied("bot ids are not players")
             members: tuple[str, ...] = (caller.player_id,)
+            if size > 1 and not request.partner_id and _entered(loaded, caller.player_id):
+                # The partner entered the pair already: say so, as to any second entry,
+                # rather than asking this member for a partner they have.
+                raise RuleViolation(TournamentCode.PLAYER_ALREADY_ENTERED,
+                                    f"{caller.player_id} has entered already")
             if size > 1:
                 partner = check_id(request.partner_id, "partner_id")
                 if is_bot_player(partner) or partner == caller.player_id:

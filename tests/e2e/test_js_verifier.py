@@ -3,9 +3,8 @@ agree on a corpus of sealed exports of every variant and on every kind of tamper
 
 The JavaScript verifier is written from docs/verification.md alone, so agreement here shows
 that the documented constructions (generator, deals, chain, seal) are the ones the server
-uses. One Node process checks the whole corpus (`--json`, one line per file). The default
-run plays ``CORPUS_PER_VARIANT`` matches of each of the seven variants; the slow run
-(`make test-slow`) plays 100 of each.
+uses. One Node process checks the whole corpus (`--json`, one line per file): 100 matches
+of each of the seven variants (about 40 s), every one also checked by `dast verify`.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from tests.e2e.log_corpus import VARIANTS, CorpusLog, Sealer, build_corpus, tamp
 
 ROOT = Path(__file__).resolve().parents[2]
 VERIFY_JS = ROOT / "clients" / "verify-js" / "bin" / "dast-verify.mjs"
-CORPUS_PER_VARIANT = 15
+CORPUS_PER_VARIANT = 100
 TAMPERED_PER_VARIANT = 1
 """Logs of each variant that every tampering is applied to."""
 NODE = shutil.which("node")
@@ -127,7 +126,7 @@ def test_both_verifiers_accept_the_corpus_and_reject_every_tampering(tmp_path: P
     _node()
     sealer = Sealer()
     corpus = build_corpus(CORPUS_PER_VARIANT, sealer)
-    assert len(corpus) >= 100
+    assert len(corpus) == CORPUS_PER_VARIANT * len(VARIANTS)
     coverage = _coverage(corpus)
     missing = [marker for marker in _MARKERS if coverage[marker] == 0]
     assert not missing, f"no log of the corpus holds {missing}"
@@ -160,13 +159,3 @@ def test_a_forged_seal_passes_only_without_the_servers_key(tmp_path: Path) -> No
     assert isinstance(with_key["checks"], dict)
     assert "another key" in str(with_key["checks"]["seal"])
     assert not _python_accepts(path, server.public_key)
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("DAST_SLOW_TESTS"),
-                    reason="700 matches and their audits (minutes): set DAST_SLOW_TESTS=1 to run")
-def test_both_verifiers_agree_on_100_logs_of_every_variant(tmp_path: Path) -> None:
-    _node()
-    sealer = Sealer()
-    corpus = build_corpus(100, sealer)
-    _check_corpus(corpus, tmp_path, sealer.public_key)

@@ -344,6 +344,10 @@ def play(
     tournament_server: Annotated[str, typer.Option(
         help="The tournament service, if apart from --server (several replicas: "
              "ipv4:HOST:PORT,HOST:PORT).")] = "",
+    partner: Annotated[str, typer.Option(
+        help="With --tournament of registered pairs: your partner's player id (you enter "
+             "together; your partner then joins with --tournament alone).",
+        metavar="PLAYER_ID")] = "",
 ) -> None:
     """Play Hokm or Hand in the terminal against bots or people on a dast server."""
     console = Console(highlight=False)
@@ -358,6 +362,9 @@ def play(
         except ReceiptsError as error:
             say(f"dast: {error}")
             raise typer.Exit(2) from error
+    if partner and not tournament:
+        say("dast: --partner goes with --tournament (a pair enters a tournament together)")
+        raise typer.Exit(2)
     session = Session(server, game_server, receipts_template=receipts)
     try:
         session.sign_in(device or _device_id("~/.dast"), name)
@@ -366,7 +373,7 @@ def play(
         if tournament:
             with tournament_channel(tournament_server or server) as channel:
                 play_tournament(channel, session.metadata, session.player_id, tournament,
-                                client, say)
+                                client, say, partner_id=partner)
             return
         options = Options(game, players, target, turn_seconds, bots, private, table, invite,
                           quick, start)

@@ -1,6 +1,8 @@
 """``dast play --tournament ID``: enter a tournament and play each of its matches in turn.
 
-Register (an entry made before counts), wait for the start, then, round after round, ask
+Register (an entry made before counts; in a tournament of registered pairs, one partner
+enters the pair with ``--partner`` and the other then finds it entered), wait for the
+start, then, round after round, ask
 the tournament service for this player's table and play that match with the same screen
 and prompt as a lobby match (:meth:`services.cli.play.Client.play_match`); between rounds,
 and at the end, print the standings. A bye or an elimination just waits for the next round
@@ -38,26 +40,39 @@ def standings_lines(reply: tournament_pb2.GetStandingsResponse, me: str,
     """The top of the standings (and the caller's line wherever it is)."""
     lines = [f"Standings after round {reply.tournament.round}:"]
     for line in reply.standings:
-        if line.rank <= shown or line.player_id == me:
-            marker = "  <- you" if line.player_id == me else ""
+        mine = _is_mine(line.player_id, me)
+        if line.rank <= shown or mine:
+            marker = "  <- you" if mine else ""
             lines.append(f"  {line.rank:>3}. {line.display_name:<24} {line.match_points:>3} pts"
                          f"  won {line.won}/{line.played}{marker}")
     return lines
+
+
+def _is_mine(entrant_id: str, me: str) -> bool:
+    """Whether the standings line of ``entrant_id`` is the player ``me``'s: their own, or
+    their pair's (a registered pair's entrant id joins its members' ids with ``+``, which
+    the lobby's player ids, ``g-`` and hex digits, never hold)."""
+    return entrant_id == me or me in entrant_id.split("+")
 
 
 def play_tournament(
     channel: grpc.Channel, metadata: tuple[tuple[str, str], ...], player_id: str,
     tournament_id: str, client: MatchPlayer, say: Callable[[str], None], *,
     poll_seconds: float = POLL_SECONDS, sleep: Callable[[float], None] = time.sleep,
+    partner_id: str = "",
 ) -> tournament_pb2.GetStandingsResponse:
     """Enter the tournament and play its matches until it ends; the final standings.
+
+    In a tournament of registered pairs, ``partner_id`` enters the caller together with that
+    player; the partner, calling this without one, finds the pair already entered and plays.
 
     :raises grpc.RpcError: as the tournament service answers (other than "already in").
     """
     stub = tournament_pb2_grpc.TournamentServiceStub(channel)
     try:
         registered = stub.RegisterPlayer(
-            tournament_pb2.RegisterPlayerRequest(tournament_id=tournament_id),
+            tournament_pb2.RegisterPlayerRequest(tournament_id=tournament_id,
+                                                 partner_id=partner_id),
             metadata=metadata, timeout=20)
         summary = registered.tournament
         say(f"Entered {summary.settings.name or tournament_id} "

@@ -143,3 +143,10 @@ def test_sim_exports_logs_that_verify(tmp_path: Path, args: list[str]) -> None:
         verified = runner.invoke(app, ["verify", "--unsealed", str(log_file)])
         assert verified.exit_code == 0, verified.output
         assert "verified" in verified.output
+
+
+def test_play_refuses_a_partner_without_a_tournament() -> None:
+    result = runner.invoke(app, ["play", "--partner", "g-0123456789abcdef",
+                                 "--server", "127.0.0.1:1"])
+    assert result.exit_code == 2
+    assert "--partner goes with --tournament" in result.output
