@@ -183,8 +183,11 @@ async def _inject_faults(injector: FaultInjector, options: RunOptions, cluster: 
     first_round = injector.plan_each_once()
     while time.monotonic() < deadline:
         await asyncio.sleep(options.fault_gap_s)
-        kind = first_round.pop(0) if first_round else injector.draw()
-        await injector.inject(kind, paused_replica=person_replica)
+        planned = bool(first_round)
+        kind = first_round.pop(0) if planned else injector.draw()
+        # The planned pause freezes the person's replica (their seat must go to a bot and
+        # come back); the drawn ones fall on any replica, as a real stall would.
+        await injector.inject(kind, paused_replica=person_replica if planned else None)
         progress(f"fault: {injector.injected[-1]}")
 
 
