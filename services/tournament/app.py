@@ -66,7 +66,7 @@ class TournamentApp:
         """The service over ``store``, publishing the logs on ``bus``."""
         tournaments = Tournaments(store, clock=clock)
         publisher = LogPublisher(store, bus, EVENT_TYPE_URL)
-        tournaments.add_listener(lambda _loaded, _events: publisher.wake())
+        tournaments.add_listener(publisher.wake)
         return cls(tournaments, TournamentService(tournaments, bus), publisher, secret,
                    sweep_seconds)
 

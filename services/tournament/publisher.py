@@ -13,20 +13,18 @@ event twice; the bus drops the repeat by its message id ``<tournament_id>:<seq>`
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Final
 
-import structlog
 from google.protobuf import any_pb2
 
 from dast.v1 import log_pb2
-from services.platform.bus import Bus, raise_if_cancelling
+from services.platform.bus import Bus
+from services.platform.outbox_pump import OutboxPump
 from services.tournament.store import StoredEvent, TournamentStore
 
 BUS_TYPE: Final = "tournament"
 """The subject token the tournaments' events travel under."""
 _SWEEP_SECONDS: Final = 2.0
-_log = structlog.get_logger(component="tournament-publisher")
 
 
 def log_entry(stored: StoredEvent, type_url: str) -> log_pb2.LogEntry:
@@ -36,36 +34,17 @@ def log_entry(stored: StoredEvent, type_url: str) -> log_pb2.LogEntry:
     return log_pb2.LogEntry(event=event, hash=stored.hash)
 
 
-class LogPublisher:
+class LogPublisher(OutboxPump):
     """Sends every tournament's unpublished events to ``bus`` (see the module docstring)."""
 
     def __init__(self, store: TournamentStore, bus: Bus, type_url: str) -> None:
+        super().__init__(poll_seconds=_SWEEP_SECONDS, retry_seconds=_SWEEP_SECONDS,
+                         name="tournament-publisher")
         self.store = store
         self.bus = bus
         self.type_url = type_url
-        self._wake = asyncio.Event()
-        self.published = 0
-        """Events this publisher sent (tests)."""
 
-    def wake(self) -> None:
-        """Publish soon (a step was just committed)."""
-        self._wake.set()
-
-    async def run(self) -> None:
-        """Publish, forever (cancel to stop); a bus that is down is retried on the sweep."""
-        while True:
-            raise_if_cancelling()
-            self._wake.clear()
-            try:
-                await self.publish_pending()
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:  # the bus or the store is down: the sweep retries
-                _log.warning("tournament_publish_failed", error=repr(error))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), _SWEEP_SECONDS)
-
-    async def publish_pending(self) -> int:
+    async def publish_once(self) -> int:
         """Send what the bus lacks of every tournament's log; how many events were sent."""
         sent = 0
         for head in await asyncio.to_thread(self.store.unpublished):
@@ -78,5 +57,4 @@ class LogPublisher:
             await asyncio.to_thread(self.store.mark_published, head.tournament_id,
                                     events[-1].seq)
             sent += len(events)
-        self.published += sent
         return sent
