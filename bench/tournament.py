@@ -31,15 +31,12 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
 import time
 import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +50,9 @@ from dast.v1 import common_pb2, log_pb2, tournament_pb2, tournament_pb2_grpc
 from engine import tournament as engine
 from services.platform.auth import Role, mint_token
 from services.tournament import chain
+from tests.support.processes import ServiceProcess
+from tests.support.servers import free_port
 
-ROOT = Path(__file__).resolve().parent.parent
 SECRET = "bench-tournament-secret-0123456789abcdef0123"
 SIGNING_KEY = "7EFAsGnUp4zHFey+CBcvHjthCWzbsquVN2MU7+ETZuI="
 DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -63,68 +61,17 @@ TRANSIENT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
              grpc.StatusCode.ABORTED)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 # ---- processes ------------------------------------------------------------------------
 
 
 @dataclass
-class Process:
-    """One ``dast serve --services KIND`` process on a fixed port (a restart keeps it)."""
-
-    kind: str
-    port: int
-    env: dict[str, str]
-    log_path: Path
-    popen: subprocess.Popen[bytes] | None = field(default=None, init=False)
-
-    def start(self) -> None:
-        env = {**self.env, "DAST_SERVICES": self.kind, "DAST_LISTEN": f"127.0.0.1:{self.port}"}
-        with self.log_path.open("ab") as log:
-            self.popen = subprocess.Popen([sys.executable, "-m", "services.compose"], cwd=ROOT,
-                                          env=env, stdout=log, stderr=subprocess.STDOUT)
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown code runs."""
-        assert self.popen is not None
-        self.popen.send_signal(signal.SIGKILL)
-        self.popen.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.popen is not None and self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait(timeout=10)
-
-    async def listening(self, seconds: float = 60) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if self.popen is None or self.popen.poll() is not None:
-                raise RuntimeError(f"{self.kind}:{self.port} exited: "
-                                   f"{self.log_path.read_text()[-2000:]}")
-            with contextlib.suppress(OSError):
-                _, writer = await asyncio.open_connection("127.0.0.1", self.port)
-                writer.close()
-                return
-            await asyncio.sleep(0.1)
-        raise TimeoutError(f"{self.kind} did not listen on {self.port}")
-
-
-@dataclass
 class Stack:
-    games: list[Process]
-    bots: list[Process]
-    tournaments: list[Process]
+    games: list[ServiceProcess]
+    bots: list[ServiceProcess]
+    tournaments: list[ServiceProcess]
 
     @property
-    def every(self) -> list[Process]:
+    def every(self) -> list[ServiceProcess]:
         return [*self.games, *self.bots, *self.tournaments]
 
     @property
@@ -196,15 +143,16 @@ async def _drop_streams(run: Run) -> None:
 @contextlib.asynccontextmanager
 async def stack(run: Run, logs: Path, *, game_replicas: int, bot_replicas: int = 2,
                 tournament_replicas: int = 2) -> AsyncIterator[Stack]:
-    game_ports = [_free_port() for _ in range(game_replicas)]
+    game_ports = [free_port() for _ in range(game_replicas)]
     env = run.env("ipv4:" + ",".join(f"127.0.0.1:{port}" for port in game_ports))
     tag = f"g{game_replicas}"
     built = Stack(
-        [Process("game", port, env, logs / f"{tag}-game-{i}.log")
+        [ServiceProcess(f"game-{i}", "game", port, env, logs / f"{tag}-game-{i}.log")
          for i, port in enumerate(game_ports)],
-        [Process("bot", _free_port(), env, logs / f"{tag}-bot-{i}.log")
+        [ServiceProcess(f"bot-{i}", "bot", free_port(), env, logs / f"{tag}-bot-{i}.log")
          for i in range(bot_replicas)],
-        [Process("tournament", _free_port(), env, logs / f"{tag}-tournament-{i}.log")
+        [ServiceProcess(f"tournament-{i}", "tournament", free_port(), env,
+                        logs / f"{tag}-tournament-{i}.log")
          for i in range(tournament_replicas)],
     )
     try:
@@ -396,7 +344,7 @@ async def _chaos(built: Stack, host: Host, tournament_id: str) -> list[str]:
     killed = []
     for process in (built.games[1], built.bots[0], built.tournaments[0]):
         process.kill()
-        killed.append(f"{process.kind}:{process.port}")
+        killed.append(f"{process.service}:{process.port}")
     await asyncio.sleep(2.0)
     for process in (built.games[1], built.bots[0], built.tournaments[0]):
         process.start()

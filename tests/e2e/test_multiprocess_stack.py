@@ -17,13 +17,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -46,10 +42,11 @@ from services.bot.policies import SeatView, decide
 from services.platform.auth import Role, mint_token
 from services.platform.channels import service_channel
 from tests.conftest import NatsNames
+from tests.support.processes import ServiceProcess
+from tests.support.servers import free_port
 
 pytestmark = pytest.mark.timeout(180)
 
-ROOT = Path(__file__).resolve().parents[2]
 SECRET = "multiprocess-stack-secret-0123456789abcdef"
 SIGNING_KEY = "5KhjKOyLvj5+eivdEAxIgnJ3tpWJXiMuWRMYLMrmZyQ="
 BOT_MATCHES = 2
@@ -57,68 +54,15 @@ TRANSIENT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 T = TypeVar("T")
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@dataclass
-class Process:
-    """One ``dast serve --services NAME`` process, which the test may kill and restart."""
-
-    name: str
-    port: int
-    env: dict[str, str]
-    log_path: Path
-    popen: subprocess.Popen[bytes] | None = field(default=None, init=False)
-
-    def start(self) -> None:
-        env = {**self.env, "DAST_SERVICES": self.name.split("-")[0],
-               "DAST_LISTEN": f"127.0.0.1:{self.port}"}
-        with self.log_path.open("ab") as log:
-            self.popen = subprocess.Popen(
-                [sys.executable, "-m", "services.compose"], cwd=ROOT, env=env,
-                stdout=log, stderr=subprocess.STDOUT,
-            )
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown code runs."""
-        assert self.popen is not None
-        self.popen.send_signal(signal.SIGKILL)
-        self.popen.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.popen is not None and self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait(timeout=5)
-
-    async def listening(self, seconds: float = 30) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            assert self.popen is not None and self.popen.poll() is None, (
-                f"{self.name} exited: {self.log_path.read_text()[-2000:]}")
-            with contextlib.suppress(OSError):
-                _, writer = await asyncio.open_connection("127.0.0.1", self.port)
-                writer.close()
-                return
-            await asyncio.sleep(0.1)
-        raise TimeoutError(f"{self.name} did not listen on {self.port}")
-
-
 @dataclass
 class Stack:
-    lobby: Process
-    games: list[Process]
-    bots: list[Process]
+    lobby: ServiceProcess
+    games: list[ServiceProcess]
+    bots: list[ServiceProcess]
     game_target: str
 
     @property
-    def every(self) -> list[Process]:
+    def every(self) -> list[ServiceProcess]:
         return [*self.games, self.lobby, *self.bots]
 
 
@@ -136,10 +80,11 @@ async def multiprocess_stack(pg_url: str, nats_url: str, names: NatsNames, logs:
         "DAST_GAME_TARGET": game_target, "DAST_LOG_LEVEL": "warning",
     }
     stack = Stack(
-        Process("lobby", free_port(), env, logs / "lobby.log"),
-        [Process(f"game-{i}", port, env, logs / f"game-{i}.log")
+        ServiceProcess("lobby", "lobby", free_port(), env, logs / "lobby.log"),
+        [ServiceProcess(f"game-{i}", "game", port, env, logs / f"game-{i}.log")
          for i, port in enumerate(game_ports)],
-        [Process(f"bot-{i}", free_port(), env, logs / f"bot-{i}.log") for i in range(2)],
+        [ServiceProcess(f"bot-{i}", "bot", free_port(), env, logs / f"bot-{i}.log")
+         for i in range(2)],
         game_target,
     )
     try:

@@ -27,9 +27,10 @@ from dast.v1 import log_pb2
 from services.platform.bus_nats import NatsBus
 from services.stats.store import StatsStore
 from tests.conftest import NatsNames
-from tests.e2e.test_multiprocess_stack import SECRET, SIGNING_KEY, free_port
+from tests.e2e.test_multiprocess_stack import SECRET, SIGNING_KEY
 from tests.services.stats.checks import assert_matches_logs, stats_progress
 from tests.services.stats.matches import corpus
+from tests.support.servers import free_port
 
 pytestmark = pytest.mark.timeout(180)
 ROOT = Path(__file__).resolve().parents[2]

@@ -27,8 +27,8 @@ from tests.reliability.cluster import (
     PRESENCE_GRACE_SECONDS,
     PRESENCE_HEARTBEAT_SECONDS,
     Cluster,
-    DastProcess,
 )
+from tests.support.processes import ServiceProcess
 
 DOWN_SECONDS: Final = 1.0
 """How long a killed process or a broker stays down before it is started again."""
@@ -78,7 +78,7 @@ class FaultInjector:
     def draw(self) -> str:
         return self._chooser.choice(fault_kinds(self.cluster))
 
-    async def inject(self, kind: str, *, paused_replica: DastProcess | None = None) -> None:
+    async def inject(self, kind: str, *, paused_replica: ServiceProcess | None = None) -> None:
         """Inject one fault and wait until the system is whole again."""
         at = time.monotonic() - self.started
         action, _, target = kind.partition(":")
