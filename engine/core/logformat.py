@@ -13,6 +13,10 @@ in either form:
 - a ``SubscribeResponse`` as protobuf JSON, saved as received (``{"event": {…, "seq":
   "12"}, "hash": "<base64>"}``).
 
+Bytes are read strictly: the protobuf JSON mapping accepts standard and URL-safe base64,
+with or without padding, and this module refuses any other character in a bytes field,
+where protobuf's own parser would skip it (so two different files would read as one log).
+
 This module only converts text; reading and writing files is the caller's business.
 """
 
@@ -20,15 +24,21 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final
 
 from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from dast.v1 import log_pb2
 
 _SEAL_KEY = "seal"
+_BASE64_TEXT: Final = re.compile(r"[A-Za-z0-9+/_-]*={0,2}")
+"""What a bytes field may hold in protobuf JSON: either base64 alphabet, padded or not."""
 
 
 class LogFormatError(ValueError):
@@ -79,12 +89,58 @@ def load_log(text: str) -> ExportedLog:
         try:
             value = json.loads(line)
             if isinstance(value, dict) and set(value) == {_SEAL_KEY}:
+                _check_bytes(log_pb2.LogSeal.DESCRIPTOR, value[_SEAL_KEY], _SEAL_KEY)
                 seal = json_format.ParseDict(value[_SEAL_KEY], log_pb2.LogSeal())
             else:
+                _check_bytes(log_pb2.LogEntry.DESCRIPTOR, value, "")
                 entries.append(json_format.Parse(line, log_pb2.LogEntry()))
         except (ValueError, json_format.ParseError) as error:
             raise LogFormatError(f"line {number} is not a log entry: {error}") from error
     return ExportedLog(entries, seal)
+
+
+@functools.cache
+def _fields_by_key(message: Descriptor) -> dict[str, FieldDescriptor]:
+    """``message``'s fields by every name JSON may give them (proto and lowerCamelCase)."""
+    return {**message.fields_by_name, **{field.json_name: field for field in message.fields}}
+
+
+def _check_bytes(message: Descriptor, value: object, path: str) -> None:
+    """Refuse a bytes field of ``value`` (the JSON of a ``message``) that holds a character
+    outside base64's alphabets, naming its path; the rest is left to protobuf's parser.
+
+    :raises ValueError: naming the field.
+    """
+    if not isinstance(value, dict):
+        return
+    if message.full_name == "google.protobuf.Any":
+        type_url = value.get("@type")
+        if not isinstance(type_url, str):
+            return
+        try:
+            message = log_pb2.DESCRIPTOR.pool.FindMessageTypeByName(type_url.rsplit("/", 1)[-1])
+        except KeyError:
+            return  # protobuf's parser refuses an unknown type itself
+    fields = _fields_by_key(message)
+    for key, item in value.items():
+        field = fields.get(key)
+        if field is None:
+            continue
+        where = f"{path}.{key}" if path else key
+        items = item if field.is_repeated and isinstance(item, list) else [item]
+        if field.type == FieldDescriptor.TYPE_BYTES:
+            for text in items:
+                if isinstance(text, str) and _BASE64_TEXT.fullmatch(text) is None:
+                    raise ValueError(f"{where} is not base64")
+        elif field.type == FieldDescriptor.TYPE_MESSAGE:
+            entry = field.message_type
+            if entry.GetOptions().map_entry and isinstance(item, dict):
+                items = list(item.values())
+                entry = entry.fields_by_name["value"].message_type
+                if entry is None:
+                    continue
+            for element in items:
+                _check_bytes(entry, element, where)
 
 
 def load_jsonl(text: str) -> list[log_pb2.LogEntry]:

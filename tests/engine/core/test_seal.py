@@ -107,3 +107,49 @@ def test_receipts_load_from_pairs_and_from_saved_subscribe_replies() -> None:
 def test_malformed_receipts_name_their_line(line: str) -> None:
     with pytest.raises(LogFormatError, match="line 1 is not a receipt"):
         load_receipts(line + "\n")
+
+
+def _hokm_export() -> str:
+    from dast.v1 import hokm_pb2
+    from engine import hokm
+    from engine.core.testing import play_bots
+
+    log = play_bots(hokm, hokm.bot_policies(None), hokm_pb2.HokmRules(target_score=1),
+                    b"s" * 32, ["random"] * 4, 0, at_ms=1)
+    return dump_jsonl(chain_log(log))
+
+
+@pytest.mark.parametrize(("field", "bad"), [
+    ("hash", "!"), ("hash", " "), ("hash", "\u00e9"),
+    ("serverSeedCommitment", "*"), ("serverSeed", "%"),
+])
+def test_a_bytes_field_with_a_character_outside_base64_is_refused(field: str, bad: str) -> None:
+    """protobuf's own JSON parser skips such characters, so an edited file would read as the
+    untouched log: the export format refuses it, naming the field."""
+    text = _hokm_export()
+    assert load_log(text).entries  # untouched: reads
+    first, rest = text.split("\n", 1)
+    key = f'"{field}": "'
+    at = first.index(key) + len(key) + 4
+    edited = first[:at] + bad + first[at:] + "\n" + rest
+    with pytest.raises(LogFormatError, match=f"line 1 .*{field} is not base64"):
+        load_log(edited)
+
+
+def test_url_safe_and_unpadded_base64_still_read() -> None:
+    entry = ENTRIES[0]
+    line = json.loads(json_format.MessageToJson(entry, indent=None))
+    standard = line["hash"]
+    line["hash"] = base64.urlsafe_b64encode(base64.b64decode(standard)).decode().rstrip("=")
+    assert load_jsonl(json.dumps(line) + "\n")[0].hash == entry.hash
+
+
+def test_a_seal_whose_signature_is_not_base64_is_refused() -> None:
+    key = Ed25519PrivateKey.generate()
+    text = dump_jsonl(ENTRIES, _seal(key, "g1", ENTRIES[-1]))
+    lines = text.splitlines()
+    seal = json.loads(lines[-1])
+    seal["seal"]["signature"] = "#" + seal["seal"]["signature"]
+    lines[-1] = json.dumps(seal)
+    with pytest.raises(LogFormatError, match=r"seal\.signature is not base64"):
+        load_log("\n".join(lines) + "\n")
