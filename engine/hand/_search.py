@@ -14,10 +14,14 @@ cheaper card stays in hand than the joker's 15 penalty points).
 Branch and bound on top (fail-low alpha, as in game-tree search): a branch whose bound
 (every remaining card melded, less the cheapest cards that must stay; for an opening
 without table melds, every remaining card that is still alive, :func:`~engine.hand.
-screens.alive_of_faces`) cannot beat the best plan found is cut, and its memo entry is marked
-as an upper bound, never as exact. The choices are tried heaviest first so that good plans
-come early; without table melds they depend only on a few cards around the face decided,
-and are listed once for every search (:data:`_CHOICES`).
+screens.alive_of_faces`, and with a single joker :func:`~engine.hand.screens.
+one_joker_bound`) cannot beat the best plan found is cut, and its memo entry is marked
+as an upper bound, never as exact. Without table melds, the cards still alive also tell
+when the required card can no longer be melded, when going out would leave two cards,
+and when nothing left can be melded at all (the rest is then left in hand at once). The
+choices are tried heaviest first so that good plans come early; without table melds they
+depend only on a few cards around the face decided, and are listed once for every search
+(:data:`_CHOICES`). None of this changes the plan found: the first best one in that order.
 
 Positions of a run: 0 the low ace, rank+1 for 2..K, 13 the high ace (never both).
 
@@ -32,7 +36,7 @@ from functools import cache
 from itertools import combinations
 from typing import Final
 
-from engine.hand.screens import alive_of_faces, opening_value
+from engine.hand.screens import alive_of_faces, one_joker_bound, opening_value
 
 FACES: Final = 52
 RANKS: Final = 13
@@ -104,11 +108,30 @@ def _packed(faces: int) -> int:
 _SUIT_MASK: Final = (1 << RANKS) - 1
 _ABOVE: Final = tuple((1 << 2 * (ACE - rank)) - 1 for rank in range(RANKS))
 """For x of each rank, the packed counts of its suit's faces above it."""
+_ACE_ABOVE: Final = tuple(
+    1 << 2 * (ACE - rank - 1) if rank != ACE else 0 for rank in range(RANKS)
+)
+"""For x of each rank, where its suit's ace sits in :data:`_ABOVE`'s packed counts."""
+_ODD_BITS: Final = _EVEN_BITS << 1
 _CHOICES: dict[tuple[object, ...], dict[tuple[int, ...], tuple[tuple[Choice, int], ...]]] = {}
 """The ordered choices without table melds, by how a search weighs them (mode, ace-low
 value, joker penalty, joker limit), then by shape (see :meth:`Search._shared_choices`)."""
 _CHOICES_SIZE: Final = 1 << 14
 """Shapes kept per weighing before the cache starts afresh."""
+
+
+def _reach_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape of :meth:`Search._shared_choices` keeping, of the cards above x, only those
+    a run upwards can reach (below the ``budget + 1``-th face missing) and the ace (the
+    low ace of A-2-3): every shape with the same reach lists the same choices."""
+    x, above, higher, budget, may_leave = shape
+    # With the odd bits set, the faces held in a row above x are a row of ones: fill
+    # ``budget`` holes, and the ones trailing after that are the stretch a run can reach.
+    filled = above | _ODD_BITS
+    for _ in range(budget):
+        filled |= filled + 1
+    reached = above & ((filled ^ (filled + 1)) >> 1 | _ACE_ABOVE[x % RANKS])
+    return (x, reached, higher, budget, may_leave)
 
 
 def face_at(suit: int, position: int) -> int:
@@ -195,6 +218,10 @@ class Search:
     live_bound: bool = False
     """Whether :meth:`best` also bounds by the remaining cards that are still alive (an
     opening without table melds: a new meld is made of alive cards only)."""
+    track_faces: bool = False
+    """Whether ``present`` and ``twins`` follow the search, for :meth:`best` to read the
+    remaining cards that are still alive: without table melds, for the live bound, and for
+    what must be melded (the required face; all cards but one when going out)."""
     shared_choices: dict[tuple[int, ...], tuple[tuple[Choice, int], ...]] = field(
         default_factory=dict)
     """The ordered choices by the shape they depend on (see :meth:`_shared_choices`),
@@ -216,7 +243,11 @@ class Search:
         self.face_points = _face_points(top_ace if weighted else 0)
         self.points = opening_value(present, twins, top_ace) if weighted else 0
         self.joker_bound = {"open": top_ace, "penalty": self.joker_penalty}.get(self.mode, 0)
-        self.live_bound = self.mode == "open" and not self.runs and not self.sets
+        no_table = not self.runs and not self.sets
+        self.live_bound = self.mode == "open" and no_table
+        self.track_faces = no_table and (
+            self.live_bound or self.exact_left or self.required_face >= 0
+        )
         weighs = (self.mode, self.ace_low_value if self.mode == "open" else 0,
                   self.joker_penalty if self.mode == "penalty" else 0, self.max_jokers)
         self.shared_choices = _CHOICES.setdefault(weighs, {})
@@ -285,13 +316,12 @@ class Search:
         """The best value from this state: exact when above ``alpha``, otherwise an upper
         bound at most ``alpha``."""
         counts = self.counts
-        x = start
-        while x < FACES and counts[x] == 0:
-            x += 1
-        if x == FACES:
+        rest = self.key >> 2 * start  # the packed counts from ``start`` on: x is the lowest
+        if not rest:
             if need_face:
                 return NEG
             return self.end_value(jokers, left, table, need_joker)[0]
+        x = start + ((rest & -rest).bit_length() - 1 >> 1)
         memo_key = (self.key, jokers, left, table, need_face, need_joker)
         hit = self.memo.get(memo_key)
         if hit is not None and (hit[2] or hit[0] <= alpha):
@@ -307,16 +337,33 @@ class Search:
             bound -= to_leave * min(cheapest, self.joker_bound)
         if bound <= alpha:
             return bound
-        if self.live_bound:
-            # Tighter: a new meld holds only naturals still alive among the remaining
-            # cards (screens.alive_of_faces); every other one stays in hand.
+        if self.track_faces:
+            # Without table melds, a new meld holds only naturals still alive among the
+            # remaining cards (screens.alive_of_faces); every other one stays in hand.
             alive = alive_of_faces(self.present, jokers, self.max_jokers)
             if need_face and not alive >> self.required_face & 1:
                 return NEG
+            if self.exact_left:  # going out leaves one card: one dead card at most
+                dead = self.present & ~alive
+                if left + dead.bit_count() + (self.twins & dead).bit_count() > 1:
+                    return NEG
+            if not alive and not jokers:
+                # No card left can join a meld: each is left in hand in turn, the only
+                # choice there is, to the end (settled here, unmemoised: see solver._walk).
+                count = self.present.bit_count() + self.twins.bit_count()
+                left = left + count if self.exact_left else min(self.keep, left + count)
+                return self.end_value(0, left, table, need_joker)[0]
+        if self.live_bound:
+            # Tighter: the opening values of the alive cards only.
             live = opening_value(alive, self.twins & alive, self.joker_bound)
             live += jokers * self.joker_bound
             if live <= alpha:
                 return live
+            if jokers == 1 and self.max_jokers == 1:
+                # Tighter still with a single joker (screens.one_joker_bound).
+                live = one_joker_bound(self.present, self.twins, alive, self.joker_bound)
+                if live <= alpha:
+                    return live
         best_value, best_choice = NEG, None
         options: Sequence[tuple[Choice, int]]
         if table[0] or table[1]:
@@ -374,6 +421,18 @@ class Search:
         """The state after ``choice``, the faces it removed from the counts (the caller
         restores them with :meth:`restore`), and whether the required face was lost
         (its last copy left the hand outside a new meld)."""
+        jokers, left, table, need_face, need_joker, removed = self.step(
+            x, choice, jokers, left, table, need_face, need_joker)
+        self._take(removed)
+        lost = need_face and self.counts[self.required_face] == 0
+        return jokers, left, table, need_face, need_joker, removed, lost
+
+    def step(
+        self, x: int, choice: Choice, jokers: int, left: int,
+        table: Table, need_face: bool, need_joker: bool,
+    ) -> tuple[int, int, Table, bool, bool, list[int]]:
+        """:meth:`apply` without touching the counts: the state after ``choice`` and the
+        faces it takes out of them."""
         removed: list[int] = []
         if choice[0] == LEAVE:
             removed.append(x)
@@ -396,9 +455,7 @@ class Search:
             removed.extend(faces[: len(faces) - used_jokers])
             jokers -= used_jokers
             table = self._extend(table, t, choice[3], choice[4], faces[0], used_jokers)
-        self._take(removed)
-        lost = need_face and self.counts[self.required_face] == 0
-        return jokers, left, table, need_face, need_joker, removed, lost
+        return jokers, left, table, need_face, need_joker, removed
 
     def _take(self, removed: Sequence[int]) -> None:
         """Take the naturals of ``removed`` (one copy per entry) out of the counts."""
@@ -408,7 +465,7 @@ class Search:
             counts[face] = count
             self.key -= 1 << (2 * face)
             self.points -= self.face_points[face]
-            if self.live_bound:  # the masks the live bound reads
+            if self.track_faces:  # the masks best reads
                 if count:
                     self.twins ^= 1 << face
                 else:
@@ -421,7 +478,7 @@ class Search:
             counts[face] = count
             self.key += 1 << (2 * face)
             self.points += self.face_points[face]
-            if self.live_bound:
+            if self.track_faces:
                 if count > 1:
                     self.twins |= 1 << face
                 else:
@@ -462,30 +519,38 @@ class Search:
         it, x's rank in the higher suits, the joker budget and whether a card may still be
         left; hands a turn apart share most of these, searches too. Only whether a face
         is held counts (the listing never asks how many copies), so the shape keeps one bit
-        of each face's count: hands that differ by a second copy share their listing."""
+        of each face's count: hands that differ by a second copy share their listing.
+        Of the cards above x, a run upwards reads only those below the ``budget + 1``-th
+        face missing (each hole before it takes a joker), and the ace (the low ace of
+        A-2-3): a shape not seen yet is looked up by these only (:meth:`_reach_shape`),
+        so that hands differing higher up share their listing too."""
         key = self.key
         key = (key | key >> 1) & _EVEN_BITS
-        rank = x % RANKS
         budget = min(jokers, self.max_jokers)
         shape = (
             x,
-            key >> (2 * x + 2) & _ABOVE[rank],
+            key >> (2 * x + 2) & _ABOVE[x % RANKS],
             key >> (2 * x + 2 * RANKS) & 1
             | (key >> (2 * x + 4 * RANKS) & 1) << 1
             | (key >> (2 * x + 6 * RANKS) & 1) << 2,
             budget,
             not self.exact_left or left == 0,
         )
-        found = self.shared_choices.get(shape)
+        shared = self.shared_choices
+        found = shared.get(shape)
         if found is None:
-            listed = self.choices(x, jokers, left, ((), (), 0), False)
-            if self.mode != "none":
-                listed.sort(key=_by_weight, reverse=True)
-            if len(self.shared_choices) >= _CHOICES_SIZE:
-                self.shared_choices.clear()
-            # Tuples of ints only: the garbage collector soon stops tracking them, so a
-            # large cache does not lengthen its passes.
-            found = self.shared_choices[shape] = tuple(listed)
+            reached = _reach_shape(shape)
+            found = shared.get(reached)
+            if found is None:
+                listed = self.choices(x, jokers, left, ((), (), 0), False)
+                if self.mode != "none":
+                    listed.sort(key=_by_weight, reverse=True)
+                # Tuples of ints only: the garbage collector soon stops tracking them, so
+                # a large cache does not lengthen its passes.
+                found = tuple(listed)
+            if len(shared) >= _CHOICES_SIZE:
+                shared.clear()
+            shared[reached] = shared[shape] = found
         return found
 
     def choices(

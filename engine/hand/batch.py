@@ -1,10 +1,14 @@
 """A command's batch of events, built one event at a time over an evolving state.
 
-``decide`` emits an event, folds it into a scratch state with :func:`evolve` and decides
-what follows from that state (a round's end, the next deal, a restock): each consequence
-is computed from exactly the state a replay will see. The rules-caused events that follow
-a turn (restocks, void rounds, scores, deals, the match's end) live here too, because
-``start`` and ``decide`` both end with them.
+``decide`` emits an event and decides what follows from the state after it (a round's
+end, the next deal, a restock): each consequence is computed from exactly the state a
+replay will see. The batch folds its events into that scratch state with :func:`evolve`
+only when a move asks for it (:attr:`Batch.current`): the caller folds every event
+anyway, and most commands (a draw, a discard that passes the turn) need nothing from the
+state after them, so their events are folded once, by the caller.
+
+The rules-caused events that follow a turn (restocks, void rounds, scores, deals, the
+match's end) live here too, because ``start`` and ``decide`` both end with them.
 """
 
 from __future__ import annotations
@@ -32,37 +36,46 @@ HAND_SIZE = 14
 class Batch:
     """The events of one command, numbered after ``state`` and stamped like the command."""
 
-    __slots__ = ("at_ms", "automatic", "events", "state")
+    __slots__ = ("_folded", "_seq", "at_ms", "automatic", "events", "state")
 
     def __init__(self, state: HandState | None, *, at_ms: int, automatic: bool) -> None:
         self.events: list[log_pb2.Event] = []
         self.at_ms = at_ms
         self.automatic = automatic
         self.state: HandState | None = state
+        """The state after the first ``_folded`` events (folded on demand)."""
+        self._folded = 0
+        self._seq = 0 if state is None else state.seq
 
     @property
     def current(self) -> HandState:
-        """The state after the events emitted so far."""
-        assert self.state is not None, "the batch has no state before match_started"
-        return self.state
+        """The state after the events emitted so far (those not folded yet, folded now)."""
+        state, events = self.state, self.events
+        folded = self._folded
+        if folded < len(events):
+            for event in events[folded:]:
+                state = evolve(state, event)
+            self.state, self._folded = state, len(events)
+        assert state is not None, "the batch has no state before match_started"
+        return state
 
-    def emit(self, event: log_pb2.Event) -> HandState:
-        """Number, stamp and fold one event, freshly built for this batch (its stamps
-        still at their defaults); return the state after it."""
-        event.seq = 1 if self.state is None else self.state.seq + 1
+    def emit(self, event: log_pb2.Event) -> None:
+        """Number, stamp and add one event, freshly built for this batch (its stamps still
+        at their defaults); :attr:`current` folds it when a move needs the state after it."""
+        self._seq += 1
+        event.seq = self._seq
         if self.at_ms:  # a fresh event holds the defaults: set only what differs
             event.at_ms = self.at_ms
         if self.automatic:
             event.automatic = True
-        self.state = evolve(self.state, event)
         self.events.append(event)
-        return self.state
 
     def finish(self) -> list[log_pb2.Event]:
         """The events, the last one carrying the deadline of the seat left to act."""
-        state = self.current
-        seconds = state.options.turn_seconds
-        if self.events and seconds > 0 and state.phase in _ACTING_PHASES:
+        # The options never change after the match start: the state before the batch
+        # tells the turn's length without folding the batch's events.
+        seconds = (self.state or self.current).options.turn_seconds
+        if self.events and seconds > 0 and self.current.phase in _ACTING_PHASES:
             self.events[-1].deadline_ms = self.at_ms + seconds * 1000
         return self.events
 
@@ -108,9 +121,14 @@ def deal(batch: Batch, *, round_number: int, dealer: int) -> None:
     )
 
 
-def after_discard(batch: Batch, seat: int) -> None:
-    """What follows a discard: the round's end when ``seat`` went out, else a restock or a
-    void round when the stock is empty (docs/rules/hand.md "End of a round")."""
+def after_discard(batch: Batch, seat: int, before: HandState, card: int) -> None:
+    """What follows ``seat``'s discard of ``card`` from the state ``before`` it: the round's
+    end when ``seat`` went out, else a restock or a void round when the stock is empty
+    (docs/rules/hand.md "End of a round")."""
+    if before.stock and before.hands[seat] != 1 << card:
+        # Neither can change with the discard (it leaves the stock alone): the turn
+        # passes, and the batch need not fold its events to tell.
+        return
     state = batch.current
     if state.hands[seat] == 0:
         _end_round(batch, seat)

@@ -28,10 +28,11 @@ from itertools import product
 from dast.v1 import hand_pb2, log_pb2
 from engine.core.cards import PACK_SIZE, RANKS_PER_SUIT, SUITS, iter_cards
 from engine.core.errors import RuleViolation
-from engine.hand.cards import DECK_SIZE, JOKERS, NATURALS, is_joker
+from engine.hand.cards import DECK_SIZE, JOKERS, JOKERS_MASK, is_joker
 from engine.hand.codec import hand_command, meld_spec_of
 from engine.hand.melds import Meld, MeldKind, extension_faces, retrieve_joker
 from engine.hand.opening import (
+    TableMemo,
     best_legal_opening,
     can_use_taken_discard,
     hand_lay_down,
@@ -43,9 +44,8 @@ from engine.hand.opening import (
     retrieval_keeps_turn,
 )
 from engine.hand.rules import MAX_PLAYERS
-from engine.hand.state import HandState, Phase
+from engine.hand.state import HandState, Phase, TableMeld
 
-_NATURALS_MASK = (1 << NATURALS) - 1
 _BETWEEN_DEALS, _FIRST_DISCARD, _DRAW, _MATCH_OVER = (
     Phase.BETWEEN_DEALS, Phase.FIRST_DISCARD, Phase.DRAW, Phase.MATCH_OVER
 )  # read once: an enum member lookup is not free, and legal runs before every command
@@ -62,9 +62,11 @@ def legal(state: HandState, seat: int) -> list[log_pb2.Command]:
     if phase is _FIRST_DISCARD:
         return _discards(state, seat)
     if phase is _DRAW:
-        commands = [hand_command(seat, draw_from_stock=hand_pb2.DrawFromStock())]
+        parse = log_pb2.Command.FromString
+        draw, take = _DRAWS[seat]
+        commands = [parse(draw)]
         if state.discard and can_use_taken_discard(state, seat, state.discard[-1]):
-            commands.append(hand_command(seat, take_discard=hand_pb2.TakeDiscard()))
+            commands.append(parse(take))
         return commands
     pending = opening_pending(state)
     if pending and state.hands[seat].bit_count() == 1:
@@ -117,6 +119,19 @@ def _encoded_discards(seat: int) -> tuple[bytes, ...]:
 _DISCARDS = tuple(_encoded_discards(seat) for seat in range(MAX_PLAYERS))
 """Every seat's discard commands, encoded once: a seat's turn lists 14 or 15 of them, and
 parsing a few bytes builds a fresh message faster than setting its nested fields."""
+_DRAWS = tuple(
+    (
+        hand_command(seat, draw_from_stock=hand_pb2.DrawFromStock()).SerializeToString(
+            deterministic=True
+        ),
+        hand_command(seat, take_discard=hand_pb2.TakeDiscard()).SerializeToString(
+            deterministic=True
+        ),
+    )
+    for seat in range(MAX_PLAYERS)
+)
+"""Every seat's ``draw_from_stock`` and ``take_discard`` commands, encoded once (every
+other decision is a draw: parsed like :data:`_DISCARDS`)."""
 
 
 def _lay_melds(state: HandState, seat: int) -> Iterator[log_pb2.Command]:
@@ -147,23 +162,44 @@ def _lay_offs(state: HandState, seat: int) -> Iterator[log_pb2.Command]:
     hand = state.hands[seat]
     if hand.bit_count() < 2:
         return
+    spots, any_wanted = _TABLE_SPOTS.get(state.melds)
+    naturals = hand & any_wanted
+    if not naturals and not hand & JOKERS_MASK:
+        return  # no card of the hand extends a table meld
     max_jokers = state.options.max_jokers_per_meld
-    naturals = hand & _NATURALS_MASK
     jokers = [card for card in JOKERS if hand >> card & 1]
-    for table_meld in state.melds:
+    for meld_id, extensions, wanted, jokers_in_meld in spots:
+        if naturals & wanted:
+            for card in iter_cards(naturals & wanted):
+                yield _lay_off_command(seat, meld_id, card, None)
+        if jokers and jokers_in_meld < max_jokers:
+            for joker in jokers:
+                for face in extensions:
+                    yield _lay_off_command(seat, meld_id, joker, face)
+
+
+def _table_spots(
+    melds: tuple[TableMeld, ...],
+) -> tuple[tuple[tuple[int, tuple[int, ...], int, int], ...], int]:
+    """The table melds that take a lay-off, in order: id, extension faces, the natural
+    cards of those faces (a mask of both packs), and the jokers the meld holds; and every
+    natural card that some meld takes."""
+    found = []
+    any_wanted = 0
+    for table_meld in melds:
         meld = table_meld.meld
         spots = _SPOTS.get((meld.cards, meld.faces))
         if spots is None:
             spots = _lay_off_spots(meld)
         extensions, wanted, jokers_in_meld = spots
-        if not extensions:
-            continue
-        for card in iter_cards(naturals & (wanted | wanted << PACK_SIZE)):
-            yield _lay_off_command(seat, table_meld.id, card, None)
-        if jokers and jokers_in_meld < max_jokers:
-            for joker in jokers:
-                for face in extensions:
-                    yield _lay_off_command(seat, table_meld.id, joker, face)
+        if extensions:
+            cards = wanted | wanted << PACK_SIZE
+            found.append((table_meld.id, extensions, cards, jokers_in_meld))
+            any_wanted |= cards
+    return tuple(found), any_wanted
+
+
+_TABLE_SPOTS = TableMemo(_table_spots)
 
 
 def _lay_off_spots(meld: Meld) -> tuple[tuple[int, ...], int, int]:
@@ -197,12 +233,13 @@ def _lay_off_command(seat: int, meld_id: int, card: int, face: int | None) -> lo
 
 def _retrievals(state: HandState, seat: int) -> Iterator[log_pb2.Command]:
     hand = state.hands[seat]
-    for table_meld in state.melds:
-        meld = table_meld.meld
-        wanted = _RETRIEVALS.get((meld.cards, meld.faces))
-        if wanted is None:
-            wanted = _retrieval_faces(meld)
-        for faces in wanted:
+    retrievable, any_face = _TABLE_JOKERS.get(state.melds)
+    if not hand & any_face:
+        return  # the hand holds none of the faces the table's jokers stand for
+    for table_meld, wanted in retrievable:
+        for faces, held in wanted:
+            if not all(hand & cards for cards in held):
+                continue  # a face missing: no choice of cards
             choices = [
                 [c for c in (face, PACK_SIZE + face) if hand >> c & 1] for face in faces
             ]
@@ -215,6 +252,34 @@ def _retrievals(state: HandState, seat: int) -> Iterator[log_pb2.Command]:
                     seat,
                     retrieve_joker=hand_pb2.RetrieveJoker(meld_id=table_meld.id, cards=cards),
                 )
+
+
+_Retrievable = tuple[TableMeld, tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]]
+
+
+def _table_jokers(melds: tuple[TableMeld, ...]) -> tuple[tuple[_Retrievable, ...], int]:
+    """The table melds holding a joker to retrieve, in order, with
+    :func:`_faces_to_retrieve` (each face with the mask of its two cards); and the cards
+    of every such face."""
+    found = []
+    any_face = 0
+    for table_meld in melds:
+        meld = table_meld.meld
+        wanted = _RETRIEVALS.get((meld.cards, meld.faces))
+        if wanted is None:
+            wanted = _retrieval_faces(meld)
+        if wanted:
+            groups = []
+            for faces in wanted:
+                held = tuple(1 << face | 1 << PACK_SIZE + face for face in faces)
+                groups.append((faces, held))
+                for cards in held:
+                    any_face |= cards
+            found.append((table_meld, tuple(groups)))
+    return tuple(found), any_face
+
+
+_TABLE_JOKERS = TableMemo(_table_jokers)
 
 
 def _retrieval_faces(meld: Meld) -> tuple[tuple[int, ...], ...]:

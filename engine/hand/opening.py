@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from itertools import combinations
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from dast.v1 import hand_pb2
 from engine.core.cards import PACK_SIZE, CardSet
@@ -96,9 +96,18 @@ def playable_melds(state: HandState, hand: CardSet) -> list[Meld]:
     options = state.options
     max_jokers = options.max_jokers_per_meld
     # reach's cache is shared by every caller asking about this hand (same arguments).
-    if not reach(hand, max_jokers, options.ace_low_value).alive:
+    alive = reach(hand, max_jokers, options.ace_low_value).alive
+    if not alive:
         return []  # every meld holds two alive naturals at least
-    return candidate_melds(hand, max_jokers=max_jokers)
+    # A meld holds alive cards only: the hand's live part lists the same melds, and a seat
+    # drawing and discarding dead cards keeps it (see _SolverMemo).
+    live = hand & (alive | alive << PACK_SIZE | JOKERS_MASK)
+
+    def listed() -> tuple[Meld, ...]:
+        return tuple(candidate_melds(live, max_jokers=max_jokers))
+
+    melds: tuple[Meld, ...] = _CANDIDATES.get((live, max_jokers), listed)
+    return list(melds)
 
 
 def turn_can_end(state: HandState, seat: int) -> bool:
@@ -237,22 +246,65 @@ def _may_hold(state: HandState, hand: CardSet, card: int) -> bool:
     return bool(alive >> natural_of(card) & 1)
 
 
+_T = TypeVar("_T")
+
+
+class TableMemo(Generic[_T]):
+    """What ``compute`` reads off a table's melds, remembered by the tuple itself: a
+    state's ``melds`` is the same tuple from state to state until a meld changes, while
+    ``legal`` asks about it at every decision. Keyed by identity (a tuple of melds hashes
+    slowly), each entry holding its tuple so that the identity is never reused while it
+    is remembered; bounded like the other caches."""
+
+    __slots__ = ("_compute", "_entries")
+
+    def __init__(self, compute: Callable[[tuple[TableMeld, ...]], _T]) -> None:
+        self._compute = compute
+        self._entries: dict[int, tuple[tuple[TableMeld, ...], _T]] = {}
+
+    def get(self, melds: tuple[TableMeld, ...]) -> _T:
+        entry = self._entries.get(id(melds))
+        if entry is not None and entry[0] is melds:
+            return entry[1]
+        value = self._compute(melds)
+        if len(self._entries) >= _TABLES_REMEMBERED:
+            self._entries.clear()  # one call: safe should threads share the memo
+        self._entries[id(melds)] = (melds, value)
+        return value
+
+
+_TABLES_REMEMBERED = 256
+"""Tables a :class:`TableMemo` remembers before starting afresh (one a match in play)."""
+
+
 def _retrievals_for(
     melds: tuple[TableMeld, ...], hand: CardSet, keep: int
 ) -> list[tuple[tuple[int, ...], int]]:
     """The joker retrievals ``hand`` allows on the table, one per table joker: the natural
     cards it gives (one physical card per face, never ``keep``) and the joker it takes."""
     found: list[tuple[tuple[int, ...], int]] = []
+    for faces, joker in _TABLE_RETRIEVALS.get(melds):
+        cards = _cards_for(hand, faces, keep)
+        if cards is not None:
+            found.append((cards, joker))
+    return found
+
+
+def _table_retrievals(
+    melds: tuple[TableMeld, ...],
+) -> tuple[tuple[tuple[int, ...], int], ...]:
+    """Every joker retrieval of the table, meld after meld: the faces to give, the joker."""
+    found: list[tuple[tuple[int, ...], int]] = []
     for table_meld in melds:
         meld = table_meld.meld
         retrievals = _JOKER_RETRIEVALS.get((meld.cards, meld.faces))
         if retrievals is None:
             retrievals = _joker_retrievals(meld)
-        for faces, joker in retrievals:
-            cards = _cards_for(hand, faces, keep)
-            if cards is not None:
-                found.append((cards, joker))
-    return found
+        found.extend(retrievals)
+    return tuple(found)
+
+
+_TABLE_RETRIEVALS = TableMemo(_table_retrievals)
 
 
 def _joker_retrievals(meld: Meld) -> tuple[tuple[tuple[int, ...], int], ...]:
@@ -383,6 +435,7 @@ def _live_part(hand: CardSet, max_jokers: int, ace_low_value: int) -> tuple[int,
 
 
 _HANDS = _SolverMemo(4096)
+_CANDIDATES = _SolverMemo(4096)
 _OPENINGS = _SolverMemo(4096)
 _HOLDINGS = _SolverMemo(4096)
 _NO_CARD = -1

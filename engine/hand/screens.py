@@ -114,9 +114,11 @@ def alive_of_faces(faces: int, jokers: int, max_jokers: int) -> int:
     b = faces >> RANKS_PER_SUIT & _SUIT_BITS
     c = faces >> 2 * RANKS_PER_SUIT & _SUIT_BITS
     d = faces >> 3 * RANKS_PER_SUIT
-    in_two = a & (b | c | d) | b & (c | d) | c & d
-    in_three = a & b & (c | d) | (a | b) & c & d
-    ranks = in_two if jokers else in_three
+    ranks = (
+        a & (b | c | d) | b & (c | d) | c & d  # in two suits at least
+        if jokers
+        else a & b & (c | d) | (a | b) & c & d  # in three
+    )
     table = _RUN_LIVE[0 if not jokers else 1 if jokers == 1 or max_jokers < 2 else 2]
     return (
         (ranks | table[a])
@@ -145,20 +147,77 @@ def reach(hand: CardSet, max_jokers: int, ace_low_value: int = 1) -> Reach:
     With one joker per meld the bound is tighter: a natural alive only thanks to a joker
     sits in a meld with that joker, and such a meld holds at most 4 of them (2 on each
     side of the joker in a run: 3 in a row would need no joker; 2 of a rank in a set).
+    With a single joker, they all sit in its one meld: those of one suit within 2
+    positions of the joker, or those of one rank (:func:`_one_joker_meld`).
     """
-    alive = alive_faces(hand, max_jokers)
-    twins = hand & hand >> PACK_SIZE & FACES_MASK
+    faces = faces_of(hand)
     jokers = (hand >> _JOKER_SHIFT).bit_count()
+    alive = alive_of_faces(faces, jokers, max_jokers)
+    twins = hand & hand >> PACK_SIZE & FACES_MASK
     top = max(MAX_JOKER_VALUE, ace_low_value)
     bound = jokers * top + opening_value(alive, twins, top)
     if jokers and max_jokers == 1:
-        sure = alive_faces(hand, max_jokers, use_jokers=False)
-        by_joker = sorted(_values_of(alive & ~sure, twins, top), reverse=True)
-        tight = opening_value(sure, twins, top) + sum(by_joker[: 4 * jokers]) + jokers * top
-        bound = min(bound, tight)
+        sure = alive_of_faces(faces, 0, max_jokers)
+        by_joker = alive & ~sure
+        if jokers == 1 and by_joker:  # never above the bound of 4 per joker below
+            tight = opening_value(sure, twins, top) + _one_joker_meld(by_joker, top) + top
+            bound = min(bound, tight)
+        # At most 4 per joker count: with fewer, all of them count and the bound stands.
+        elif by_joker.bit_count() + (by_joker & twins).bit_count() > 4 * jokers:
+            values = sorted(_values_of(by_joker, twins, top), reverse=True)
+            tight = opening_value(sure, twins, top) + sum(values[: 4 * jokers]) + jokers * top
+            bound = min(bound, tight)
     naturals = (hand & ((1 << _JOKER_SHIFT) - 1)).bit_count()
     alive_cards = alive.bit_count() + (twins & alive).bit_count()
     return Reach(alive, bound, naturals - alive_cards)
+
+
+def one_joker_bound(faces: int, twins: int, alive: int, ace: int) -> int:
+    """A bound on the openings of naturals ``faces`` (``twins`` held twice, ``alive`` as
+    :func:`alive_of_faces` reads them with one joker) and a single joker, with one joker
+    a meld: those alive without the joker, the most that the joker's meld takes of the
+    others, and the joker (an ace and the joker counting ``ace``)."""
+    sure = alive_of_faces(faces, 0, 1)
+    return opening_value(sure, twins & sure, ace) + _one_joker_meld(alive & ~sure, ace) + ace
+
+
+def _one_joker_meld(by_joker: int, ace: int) -> int:
+    """The most opening value of the naturals ``by_joker`` (52-bit faces, alive only
+    thanks to a joker) that one meld holding the hand's single joker can take, an ace
+    counting ``ace``: in a run, one more than 2 positions away from the joker would make
+    3 in a row of naturals with its neighbours there (alive without the joker), so a
+    window of 5 positions of one suit bounds it; in a set, those of one rank (each face
+    once in a meld)."""
+    a = by_joker & _SUIT_BITS
+    b = by_joker >> RANKS_PER_SUIT & _SUIT_BITS
+    c = by_joker >> 2 * RANKS_PER_SUIT & _SUIT_BITS
+    d = by_joker >> 3 * RANKS_PER_SUIT
+    best = max(_joker_run(a, ace), _joker_run(b, ace), _joker_run(c, ace), _joker_run(d, ace))
+    # A rank held in one suit only is in a window already: only those in 2 or more count.
+    shared = a & (b | c | d) | b & (c | d) | c & d
+    while shared:
+        low = shared & -shared
+        rank = low.bit_length() - 1
+        held = (a >> rank & 1) + (b >> rank & 1) + (c >> rank & 1) + (d >> rank & 1)
+        best = max(best, held * (ace if rank == _ACE else _VALUES[rank]))
+        shared ^= low
+    return best
+
+
+@lru_cache(maxsize=4096)
+def _joker_run(bits: int, ace: int) -> int:
+    """The most opening value of one suit's naturals (13-bit ``bits``) within 2 run
+    positions of a joker (the joker's own position excluded), an ace counting ``ace``."""
+    values = [0] * (_ACE + 2)  # by run position: the ace at 0 and 13
+    for rank in range(RANKS_PER_SUIT):
+        if bits >> rank & 1:
+            if rank == _ACE:
+                values[0] = values[_ACE + 1] = ace
+            else:
+                values[rank + 1] = _VALUES[rank]
+    return max(
+        sum(values[max(0, joker - 2) : joker + 3]) - values[joker] for joker in range(_ACE + 2)
+    )
 
 
 def _values_of(faces: int, twins: int, ace: int) -> list[int]:

@@ -262,23 +262,30 @@ def _walk(search: Search, left: int) -> tuple[list[tuple[Choice, Table]], int]:
     """Follow the memoised best choices from the start; return each choice with the table
     before it, and how many jokers are laid off at the end."""
     path: list[tuple[Choice, Table]] = []
-    removed_all: list[int] = []
     x, jokers, table = 0, search.jokers, search.start_table()
     need_face, need_joker = search.required_face >= 0, search.required_joker
+    counts = search.key  # the packed counts as the walk takes cards (the search's stay)
+    settled = False
     while True:
-        while x < FACES and search.counts[x] == 0:
-            x += 1
-        if x == FACES:
+        rest = counts >> 2 * x  # the packed counts from x on (as Search.best reads them)
+        if not rest:
             break
-        key = (search.key, jokers, left, table, need_face, need_joker)
-        choice = search.memo[key][1]
+        x += (rest & -rest).bit_length() - 1 >> 1
+        key = (counts, jokers, left, table, need_face, need_joker)
+        entry = search.memo.get(key)
+        if entry is None:
+            # Search.best settled the rest without memoising a choice: no joker left, and
+            # no card left that could join a meld; they all stay in hand.
+            settled = True
+            break
+        choice = entry[1]
         assert choice is not None, "the walk follows a feasible path"
         path.append((choice, table))
-        jokers, left, table, need_face, need_joker, removed, _lost = search.apply(
+        jokers, left, table, need_face, need_joker, removed = search.step(
             x, choice, jokers, left, table, need_face, need_joker)
-        removed_all.extend(removed)
-    laid = search.end_value(jokers, left, table, need_joker)[1]
-    search.restore(removed_all)
+        for face in removed:
+            counts -= 1 << 2 * face
+    laid = 0 if settled else search.end_value(jokers, left, table, need_joker)[1]
     return path, laid
 
 

@@ -175,7 +175,7 @@ def discard(batch: Batch, seat: int, move: hand_pb2.Discard, where: str) -> None
             f"complete the opening ({state.opening_total} so far) before discarding {where}",
         )
     batch.emit(card_discarded_event(seat, move.card))
-    after_discard(batch, seat)
+    after_discard(batch, seat, state, move.card)
 
 
 MOVES: Final[dict[str, Callable[[Batch, int, Any, str], None]]] = {

@@ -9,9 +9,15 @@ import pytest
 
 from engine.core.cards import iter_cards, mask_of
 from engine.hand.candidates import candidate_melds
-from engine.hand.cards import JOKERS, is_joker
+from engine.hand.cards import JOKERS, JOKERS_MASK, is_joker
 from engine.hand.opening import _cached_hand, _cached_opening
-from engine.hand.screens import alive_faces, has_partner, opening_value, reach
+from engine.hand.screens import (
+    alive_faces,
+    has_partner,
+    one_joker_bound,
+    opening_value,
+    reach,
+)
 from engine.hand.solver import _alive as solver_alive
 from engine.hand.solver import best_opening, can_go_out
 from tests.engine.hand.table import cards
@@ -108,3 +114,42 @@ def test_hands_with_the_same_live_cards_get_the_solvers_own_answer(max_jokers: i
             dead = [c for c in held if not is_joker(c) and not alive >> (c % 52) & 1]
             mask &= ~(1 << rng.choice(dead or held))
             mask |= 1 << rest.pop(rng.randrange(len(rest)))
+
+
+def _crowded_hands(count: int, seed: int) -> list[list[int]]:
+    """Hands of one joker and 13 to 16 naturals from 5 ranks and one whole suit: many
+    naturals alive only thanks to the joker, and many melds."""
+    rng = random.Random(seed)
+    hands = []
+    for index in range(count):
+        low = rng.randrange(13)
+        pool = [c for c in range(104) if (c % 13 - low) % 13 < 5 or c % 52 // 13 == 0]
+        hands.append([JOKERS[index % 2], *rng.sample(pool, 13 + index % 4)])
+    return hands
+
+
+@pytest.mark.parametrize("ace_low_value", [1, 11, 13])
+def test_the_single_joker_bound_never_cuts_a_real_opening(ace_low_value: int) -> None:
+    # With one joker and one joker a meld, the naturals alive only thanks to it count as
+    # one meld's worth (screens.one_joker_bound, in reach and inside the search).
+    for hand in _crowded_hands(200, ace_low_value):
+        mask = mask_of(hand)
+        best = best_opening(hand, keep=0, ace_low_value=ace_low_value)
+        assert best.total <= reach(mask, 1, ace_low_value).opening_bound, hand
+        faces = (mask | mask >> 52) & (1 << 52) - 1
+        twins = mask & mask >> 52 & (1 << 52) - 1
+        alive = reach(mask, 1).alive
+        top = max(11, ace_low_value)
+        assert best.total <= one_joker_bound(faces, twins, alive, top), hand
+
+
+@pytest.mark.parametrize("max_jokers", [1, 2])
+def test_a_hands_live_part_lists_the_same_candidate_melds(max_jokers: int) -> None:
+    # playable_melds lists and remembers a hand's melds by its live part.
+    for hand in _hands(150, 30 + max_jokers) + _crowded_hands(150, 30 + max_jokers):
+        mask = mask_of(hand)
+        alive = reach(mask, max_jokers).alive
+        live = mask & (alive | alive << 52 | JOKERS_MASK)
+        assert candidate_melds(live, max_jokers=max_jokers) == candidate_melds(
+            mask, max_jokers=max_jokers
+        ), hand
