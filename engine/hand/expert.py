@@ -1,31 +1,33 @@
-"""The ``expert`` Hand bot: the exact meld solver and sampled draws within a budget.
+"""The ``expert`` Hand bot: the exact meld solver valuing the discards against the draws.
 
 A pure policy over the seat's :class:`~dast.v1.hand_pb2.HandView`, like the other bots.
-Its yardstick is *deadwood*: the least penalty the solver can leave in a hand
-(:func:`~engine.hand.solver.min_penalty`, with lay-offs on the table once opened). The
-cards it cannot see are the deck less its hand, the discard pile and the table melds: a
-card taken from the discard pile must be melded the same turn (docs/rules/hand.md "A turn"),
-so every card a player took from the pile is on the table, and every other unseen card is
-equally likely to come off the stock next.
+A round is a race (docs/rules/hand.md "Scoring"): whoever goes out scores −30, the others
+keep the penalty of their cards (+100 before opening), and a turn sheds at most one card
+that no meld takes. So the bot's yardstick is a hand's *loose* cards: those the solver
+(:func:`~engine.hand.solver.min_penalty`, with lay-offs on the table once opened) leaves
+out of every meld, first their number, then their penalty; before opening, also how far
+the best opening (:func:`~engine.hand.solver.best_opening`) falls short of the threshold.
+The cards it cannot see are the deck less its hand, the discard pile and the table melds:
+a card taken from the discard pile must be melded the same turn (docs/rules/hand.md "A
+turn"), so every card a player took from the pile is on the table, and every other unseen
+card is equally likely to come off the stock next.
 
-- **Draw**: take the discard when the hand with it leaves less deadwood than the mean over
-  sampled stock cards (the view lists ``take_discard`` only when the card can be used).
-- **Go out** whenever the view lists the "hand" lay-down (all cards but one at once).
-- **Open now or wait for a hand**: when the seat could open, rollouts play its next
-  :data:`LOOKAHEAD_TURNS` turns on sampled stock cards (drawing, then shedding the costliest
-  loose card) and count how often a "hand" comes; it waits when that is at least
-  :data:`WAIT_FOR_HAND_CHANCE` and no opponent looks close to going out (opened with few
-  cards) and the stock is not running low.
-- **Discard**: among the ``basic`` bot's first choices that it ranks alike but for their
-  cost (never a joker while another card remains, not a card the next seat can use at
-  once, as far from melds), the one whose hand makes the most progress after a sampled
-  draw: before opening the best opening total (capped at the threshold), after it the
-  least deadwood.
-- Otherwise (once opened): lay the meld that lays the most cards, then lay-offs and joker
-  retrievals, as the ``basic`` bot does.
+- **Draw**: take the discard whenever the view offers it (it lists ``take_discard`` only
+  when the card can be used at once: a sure step where the stock gives a chance of one).
+- **Go out** whenever the solver finds how (the "hand" lay-down first, before opening);
+  open as soon as allowed, then lay the meld that lays the most cards, and the lay-offs
+  of the solver's plan, and joker retrievals.
+- **Discard**: never a joker while another card remains, nor a card the next seat can use
+  at once while another will do (the ``basic`` bot's first keys); among the cards the
+  solver leaves loose, the ``basic`` bot's first :data:`_SHORTLIST` (once opened, only
+  those as far from melds as the farthest), the one whose hand stands best after the next
+  draw, on average over every unseen card that could change the solver's plan (any other
+  is discarded again): fewest loose cards, then least penalty (weighed more when an
+  opponent is close to going out), then the opening's shortfall.
 
-The budget (:class:`~engine.core.budget.Budget`) caps the sampled cards (deterministic
-given the generator) and optionally the time, with a clock the caller injects.
+The budget (:class:`~engine.core.budget.Budget`) caps the hands valued (deterministic
+given the generator: the draws are tried in a shuffled order) and optionally the time,
+with a clock the caller injects.
 """
 
 from __future__ import annotations
@@ -35,32 +37,67 @@ from typing import Final
 
 from dast.v1 import hand_pb2
 from engine.core.budget import Budget
-from engine.core.cards import CardSet, iter_cards
+from engine.core.cards import RANKS_PER_SUIT, CardSet, iter_cards
 from engine.core.rng import DeterministicRandom
 from engine.hand.basic_bot import closeness, feeds_next
 from engine.hand.bots import Policy
 from engine.hand.cards import FULL_DECK, JOKERS_MASK, is_joker, natural_of, penalty_value
-from engine.hand.codec import table_meld_of_proto
-from engine.hand.melds import Meld
+from engine.hand.codec import meld_spec_of, table_meld_of_proto
+from engine.hand.melds import Meld, MeldKind
 from engine.hand.rules import Options, options_of
 from engine.hand.solver import best_opening, can_go_out, min_penalty
 
-DEFAULT_SAMPLES: Final = 6
-"""Sampled stock cards per decision when no clock is given (deterministic)."""
-LOOKAHEAD_TURNS: Final = 3
-WAIT_FOR_HAND_CHANCE: Final = 0.35
-"""A "hand" doubles everyone else's round and scores −60 instead of −30 (docs/rules/hand.md
-"Scoring"): worth a few turns' wait when it is this likely soon and nobody threatens to
-go out first."""
+DEFAULT_SAMPLES: Final = 240
+"""Hands valued per decision when no clock is given (deterministic): about every card
+that could change the plan, for each shortlisted discard."""
 _CLOSE_TO_OUT: Final = 5
 """An opponent who has opened and holds this many cards or fewer may go out any turn."""
-_SHORTLIST: Final = 4
-"""Discards searched at most: the ``basic`` bot's first choices, as far as they are equally
-loose and safe (searching every card measured far worse, 40 matches +86 penalty points a
-match against ``basic``: the solver's one-draw view cannot see how close a loose card is to
-a meld)."""
+_SHORTLIST: Final = 6
+"""Discards valued at most: the ``basic`` bot's first choices among the loose cards (it
+keeps the time within the budget; the basic order puts first what is far from melds)."""
 _MIN_STOCK_TO_WAIT: Final = 12
-_ROLLOUTS_PER_SAMPLE: Final = 4
+"""Below this many stock cards the round may soon end: dump penalty as when threatened."""
+_OUT_VALUE: Final = 5.0
+"""The value of going out next turn, above any hand that still holds loose cards."""
+_PENALTY_WEIGHT: Final = 0.03
+"""Loose cards' value per penalty point: a 10 a third of a loose card (the penalty counts
+only if another seat goes out first)."""
+_THREAT_PENALTY_WEIGHT: Final = 0.1
+"""The same when an opponent may go out any turn: a 10 is worth a loose card."""
+_POINTS_PER_CARD: Final = 8.0
+"""Before opening, a loose card's worth of the opening's shortfall, in points."""
+
+
+_SUITS: Final = 4
+_RUN_REACH: Final = 2
+"""A run holds a card within two positions of another (the one between, or one joker)."""
+
+
+def _positions(rank: int) -> tuple[int, ...]:
+    """A rank's run positions: the ace low and high, any other rank once."""
+    return (0, RANKS_PER_SUIT) if rank == RANKS_PER_SUIT - 1 else (rank + 1,)
+
+
+def _near(face: int) -> int:
+    """The faces (a 52-bit mask) that can meld with ``face``: its rank in every suit, and
+    its suit within :data:`_RUN_REACH` run positions."""
+    suit, rank = divmod(face, RANKS_PER_SUIT)
+    near = 0
+    for other_suit in range(_SUITS):
+        near |= 1 << (other_suit * RANKS_PER_SUIT + rank)
+    for other in range(RANKS_PER_SUIT):
+        if any(abs(p - q) <= _RUN_REACH for p in _positions(rank) for q in _positions(other)):
+            near |= 1 << (suit * RANKS_PER_SUIT + other)
+    return near
+
+
+_NEAR: Final = tuple(_near(face) for face in range(_SUITS * RANKS_PER_SUIT))
+_SAME_RANK: Final = tuple(
+    sum(1 << (s * RANKS_PER_SUIT + face % RANKS_PER_SUIT) for s in range(_SUITS))
+    for face in range(_SUITS * RANKS_PER_SUIT))
+_SAME_SUIT: Final = tuple(
+    sum(1 << (face // RANKS_PER_SUIT * RANKS_PER_SUIT + r) for r in range(RANKS_PER_SUIT))
+    for face in range(_SUITS * RANKS_PER_SUIT))
 
 
 class _Table:
@@ -82,30 +119,102 @@ class _Table:
             for card in meld.cards:
                 seen |= 1 << card
         self.unseen: list[int] = list(iter_cards(FULL_DECK & ~seen))
+        self._plans: dict[tuple[CardSet, int], tuple[CardSet, int]] = {}
+        self._laid_off: dict[tuple[CardSet, int], CardSet] = {}
+        self._openings: dict[CardSet, int] = {}
+        self.penalty_weight = _THREAT_PENALTY_WEIGHT if _threatened(view) else _PENALTY_WEIGHT
 
-    def progress(self, hand: CardSet) -> float:
-        """How good a hand just after a draw is (higher is better). Before opening what
-        counts is reaching the opening (an unopened seat scores a flat 100, whatever it
-        holds): the best opening total, capped at ``open_min``. Once opened, the penalty
-        the solver can leave, negated."""
+    def plan(self, hand: CardSet, keep: int) -> tuple[CardSet, int]:
+        """The cards the solver leaves out of every meld and lay-off (keeping ``keep``),
+        and their penalty; before opening, as if any meld could be laid (the structure of
+        the hand, whatever the threshold)."""
+        found = self._plans.get((hand, keep))
+        if found is None:
+            options = self.options
+            penalty = min_penalty(
+                hand, table_melds=self.melds, can_lay_off=self.opened,
+                max_jokers=options.max_jokers_per_meld, joker_penalty=options.joker_penalty,
+                keep=keep,
+            )
+            melded = 0
+            for meld in penalty.melds:
+                for card in meld.cards:
+                    melded |= 1 << card
+            laid_off = 0
+            for lay_off in penalty.lay_offs:
+                laid_off |= 1 << lay_off.card
+            found = self._plans[(hand, keep)] = (hand & ~melded & ~laid_off, penalty.points)
+            self._laid_off[(hand, keep)] = laid_off
+        return found
+
+    def laid_off(self, hand: CardSet, keep: int) -> CardSet:
+        """The cards the solver's plan of ``hand`` lays off on the table."""
+        self.plan(hand, keep)
+        return self._laid_off[(hand, keep)]
+
+    def loose_cards(self, hand: CardSet, keep: int) -> CardSet:
+        """The cards of ``hand`` that the solver's plan leaves in hand."""
+        return self.plan(hand, keep)[0]
+
+    def opening_total(self, hand: CardSet) -> int:
+        """The best opening total ``hand`` can lay (threshold aside)."""
+        found = self._openings.get(hand)
+        if found is None:
+            options = self.options
+            found = self._openings[hand] = best_opening(
+                hand, ace_low_value=options.ace_low_value,
+                max_jokers=options.max_jokers_per_meld).total
+        return found
+
+    def rest_value(self, hand: CardSet, *, drawn: bool) -> float:
+        """How good the seat stands after its next turn (higher is better), from ``hand``
+        just after that turn's draw (``drawn``; its costliest loose card then goes) or
+        as it will be when the drawn card is simply discarded again.
+
+        The round is a race: whoever goes out scores −30 and the others keep their
+        loose cards' penalty (+100 before opening), and a turn sheds at most one loose
+        card, so what counts first is how many loose cards remain, then (the more, the
+        closer an opponent is to going out) their penalty; before opening, how far the
+        best opening falls short of the threshold."""
+        loose, points = self.plan(hand, keep=1 if drawn else 0)
+        count = loose.bit_count()
+        if drawn and count:
+            count -= 1
+            points -= max(penalty_value(c, joker_penalty=self.options.joker_penalty)
+                          for c in iter_cards(loose))
+        if count == 0:
+            return _OUT_VALUE  # the seat goes out (a hand too, before opening)
+        value = -count - self.penalty_weight * points
+        if not self.opened:
+            shortfall = max(0, self.options.open_min - self.opening_total(hand))
+            value -= shortfall / _POINTS_PER_CARD
+        return value
+
+    def draw_weights(self, hand: CardSet) -> dict[int, int]:
+        """The unseen cards that could change the solver's plan of ``hand`` (one card per
+        face, with how many copies of it are unseen): a joker, a card of a rank the hand
+        holds, or within two ranks of a card of its suit (one joker fills a gap of one),
+        and once opened any card a table meld's suit or rank could take."""
+        near_faces = 0
+        for card in iter_cards(hand & ~JOKERS_MASK):
+            near_faces |= _NEAR[natural_of(card)]
         if self.opened:
-            return -float(self.deadwood(hand, keep=1))
-        options = self.options
-        total = best_opening(hand, ace_low_value=options.ace_low_value,
-                             max_jokers=options.max_jokers_per_meld).total
-        return float(min(total, options.open_min))
-
-    def deadwood(self, hand: CardSet, keep: int) -> int:
-        """The least penalty the solver can leave in ``hand`` keeping ``keep`` card(s),
-        laying off on the table once opened. Before opening it is still counted as if
-        any meld could be laid: the opening threshold would make every hand short of it
-        score its whole penalty, which says nothing about how close it is to melding."""
-        options = self.options
-        return min_penalty(
-            hand, table_melds=self.melds, can_lay_off=self.opened,
-            max_jokers=options.max_jokers_per_meld, joker_penalty=options.joker_penalty,
-            keep=keep,
-        ).points
+            for meld in self.melds:
+                face = next(f for c, f in zip(meld.cards, meld.faces, strict=True)
+                            if not is_joker(c))
+                near_faces |= _SAME_RANK[face] if meld.kind == MeldKind.SET else _SAME_SUIT[face]
+        weights: dict[int, int] = {}
+        first: dict[int, int] = {}
+        for card in self.unseen:
+            key = -1 if is_joker(card) else natural_of(card)
+            if key >= 0 and not near_faces >> key & 1:
+                continue
+            if key in first:
+                weights[first[key]] += 1
+            else:
+                first[key] = card
+                weights[card] = 1
+        return weights
 
 
 def _of_kind(view: hand_pb2.HandView, kind: str) -> list[hand_pb2.HandCommand]:
@@ -116,66 +225,18 @@ def _laid_count(command: hand_pb2.HandCommand) -> int:
     return sum(len(meld.cards) for meld in command.lay_melds.melds)
 
 
-def _draw(table: _Table, budget: Budget, rng: random.Random) -> hand_pb2.HandCommand:
+def _draw(table: _Table) -> hand_pb2.HandCommand:
+    """Take the discard whenever the view offers it (the card is usable at once, so it is
+    a sure step of the race where the stock's card is a chance of one)."""
     view = table.view
     takes = _of_kind(view, "take_discard")
     stock = _of_kind(view, "draw_from_stock")
-    if not takes or not table.unseen:
-        return (stock or takes)[0]
-    with_top = table.deadwood(table.hand | 1 << view.discard_pile[-1], keep=1)
-    stop = budget.stopper()
-    total, done = 0, 0
-    while not stop(done):
-        card = table.unseen[rng.randrange(len(table.unseen))]
-        total += table.deadwood(table.hand | 1 << card, keep=1)
-        done += 1
-    # Ties go to the stock: taking shows the others what the seat collects.
-    return takes[0] if with_top * done < total else stock[0]
-
-
-def _loose_card(table: _Table, hand: CardSet) -> int:
-    """The card a rollout sheds: the costliest one the solver leaves out of every meld."""
-    options = table.options
-    penalty = min_penalty(
-        hand, max_jokers=options.max_jokers_per_meld, joker_penalty=options.joker_penalty,
-        keep=1,
-    )
-    melded = 0
-    for meld in penalty.melds:
-        for card in meld.cards:
-            melded |= 1 << card
-    loose = hand & ~melded & ~JOKERS_MASK or hand
-    return max(iter_cards(loose), key=lambda c: (penalty_value(c), c))
-
-
-def hand_chance(table: _Table, budget: Budget, rng: random.Random) -> float:
-    """How often rollouts of the next turns (shed the loosest card, draw a sampled stock
-    card) reach a "hand" finish within :data:`LOOKAHEAD_TURNS` turns."""
-    options = table.options
-    stop = budget.stopper()
-    hits = done = 0
-    pool = table.unseen[:]
-    while not stop(done) and len(pool) >= LOOKAHEAD_TURNS:
-        draws = rng.sample(pool, LOOKAHEAD_TURNS)
-        hand = table.hand
-        for card in draws:
-            hand &= ~(1 << _loose_card(table, hand))
-            hand |= 1 << card
-            plan = can_go_out(
-                hand, has_opened=False, open_min=options.open_min,
-                ace_low_value=options.ace_low_value, max_jokers=options.max_jokers_per_meld,
-                hand_waives_open_min=options.hand_waives_open_min,
-            )
-            if plan is not None and plan.is_hand:
-                hits += 1
-                break
-        done += 1
-    return hits / done if done else 0.0
+    return (takes or stock)[0]
 
 
 def _threatened(view: hand_pb2.HandView) -> bool:
-    """Whether waiting is risky: an opponent has opened with few cards, or the stock is
-    low."""
+    """Whether the round may end soon: an opponent has opened with few cards, or the
+    stock is low (the loose cards' penalty then weighs more)."""
     seats = len(view.hand_counts)
     partnered = view.rules.partnerships
     for seat in range(seats):
@@ -201,24 +262,47 @@ def _discard(table: _Table, budget: Budget, rng: random.Random) -> hand_pb2.Hand
         card = command.discard.card
         by_face.setdefault(-1 if is_joker(card) else natural_of(card), command)
     ranked = sorted(by_face.values(), key=lambda c: _basic_order(view, c.discard.card))
-    # Search only among the cards the basic order cannot tell apart but by their cost
-    # (as loose, as safe to give): the search picks which of them to keep.
-    first = _basic_order(view, ranked[0].discard.card)[:3]
-    shortlist = [c for c in ranked[:_SHORTLIST]
-                 if _basic_order(view, c.discard.card)[:3] == first]
+    # Never a joker while another card remains, never a card the next seat can use at
+    # once while another will do (the basic bot's first two keys); among the rest, only
+    # cards outside the solver's best melds of the hand are worth giving up.
+    first = _basic_order(view, ranked[0].discard.card)[:2]
+    safe = [c for c in ranked if _basic_order(view, c.discard.card)[:2] == first]
+    loose = table.loose_cards(table.hand, keep=1)
+    shortlist = ([c for c in safe if loose >> c.discard.card & 1] or safe)[:_SHORTLIST]
+    if table.opened:
+        # Once opened, only the cards as far from melds as the farthest (the basic order's
+        # third key): one draw's view undervalues a card close to others, which may join
+        # a meld over the turns to come (solitaire races from 360 deals: 0.5 to 1.2 turns
+        # faster to go out than valuing every loose card).
+        keys = _basic_order(view, shortlist[0].discard.card)[:3]
+        shortlist = [c for c in shortlist if _basic_order(view, c.discard.card)[:3] == keys]
     if len(shortlist) == 1:
         return shortlist[0]
     remaining = [table.hand & ~(1 << c.discard.card) for c in shortlist]
-    totals = [0.0] * len(shortlist)
+    weight = [0.0] * len(shortlist)
+    # A card near nothing of the hand or the table changes no plan: drawing it is as if
+    # drawing nothing (it is the next discard). Only the other faces are searched.
+    draws = table.draw_weights(table.hand)
+    faces = sorted(draws)
+    rng.shuffle(faces)
+    useless = len(table.unseen) - sum(draws.values())
+    # A sample is one hand valued: every shortlisted discard is valued against a drawn
+    # card before the next card is tried, so that the budget cuts between cards.
     stop = budget.stopper()
-    done = 0
-    while not stop(done) and table.unseen:
-        card = table.unseen[rng.randrange(len(table.unseen))]
+    done = tried = searched = 0
+    while tried < len(faces) and not stop(done):
+        card, copies = faces[tried], draws[faces[tried]]
         for index, hand in enumerate(remaining):
-            totals[index] += table.progress(hand | 1 << card)
-        done += 1
-    # Best mean progress after the next draw; ties keep the basic order.
-    best = max(range(len(shortlist)), key=lambda i: (totals[i], -i))
+            weight[index] += copies * table.rest_value(hand | 1 << card, drawn=True)
+        searched += copies
+        tried += 1
+        done += len(remaining)
+    scores = []
+    for index, hand in enumerate(remaining):
+        relevant = weight[index] / searched * (len(table.unseen) - useless) if searched else 0.0
+        scores.append(relevant + useless * table.rest_value(hand, drawn=False))
+    # Best expected position after the next draw; ties keep the basic order.
+    best = max(range(len(shortlist)), key=lambda i: (scores[i], -i))
     return shortlist[best]
 
 
@@ -233,23 +317,34 @@ def _meld_or_discard(
         return hand_finish[0]
     discards = _of_kind(view, "discard")
     if lay_downs and not table.opened:
-        if not discards or view.HasField("must_use"):
-            return lay_downs[0]  # the opening must be completed, or the taken card melded
-        if _threatened(view):
-            return lay_downs[0]  # the solver's best opening
-        # Two searches share the decision's budget: half the time each; the rollouts are
-        # a yes/no estimate, so they get more (cheaper) samples than the discard.
-        half = budget.time_ms / 2
-        rollouts = Budget(budget.samples * _ROLLOUTS_PER_SAMPLE, half, budget.clock)
-        if hand_chance(table, rollouts, rng) >= WAIT_FOR_HAND_CHANCE:
-            return _discard(table, Budget(budget.samples, half, budget.clock), rng)
-        return lay_downs[0]
+        return lay_downs[0]  # the solver's best opening: open as soon as allowed
+    if lay_downs and table.opened and not view.HasField("must_use"):
+        options = table.options
+        plan = can_go_out(
+            table.hand, table.melds, has_opened=True, open_min=options.open_min,
+            ace_low_value=options.ace_low_value, max_jokers=options.max_jokers_per_meld,
+        )
+        # Going out: lay the solver's melds at once (the greedy longest meld first may
+        # strand cards), then its lay-offs below.
+        if plan is not None and plan.melds and not plan.retrievals:
+            return hand_pb2.HandCommand(lay_melds=hand_pb2.LayMelds(
+                melds=[meld_spec_of(meld) for meld in plan.melds]))
     if lay_downs:
         return max(lay_downs, key=_laid_count)
-    for kind in ("lay_off", "retrieve_joker"):
-        found = _of_kind(view, kind)
+    if table.opened and not view.HasField("must_use"):
+        # Only the lay-offs of the solver's plan: another may take a card that the plan
+        # melds otherwise, or a joker worth more in hand.
+        planned = table.laid_off(table.hand, keep=1)
+        for command in _of_kind(view, "lay_off"):
+            if planned >> command.lay_off.card & 1:
+                return command
+    else:
+        found = _of_kind(view, "lay_off")
         if found:
             return found[0]
+    found = _of_kind(view, "retrieve_joker")
+    if found:
+        return found[0]
     if discards:
         return _discard(table, budget, rng)
     return view.legal[0]
@@ -257,7 +352,7 @@ def _meld_or_discard(
 
 def make_expert(budget: Budget | None = None) -> Policy:
     """The ``expert`` policy with ``budget`` per decision (default: :data:`DEFAULT_SAMPLES`
-    sampled cards, no clock). The search draws from a :class:`random.Random` seeded by one
+    hands valued, no clock). The search draws from a :class:`random.Random` seeded by one
     word of the policy's generator, so a sample budget makes decisions reproducible."""
     chosen = Budget(DEFAULT_SAMPLES) if budget is None else budget
 
@@ -271,7 +366,7 @@ def make_expert(budget: Budget | None = None) -> Policy:
         search_rng = random.Random(rng.next_word())
         table = _Table(view)
         if view.phase == hand_pb2.HAND_PHASE_DRAW:
-            return _draw(table, chosen, search_rng)
+            return _draw(table)
         if view.phase == hand_pb2.HAND_PHASE_FIRST_DISCARD:
             return _discard(table, chosen, search_rng)
         return _meld_or_discard(table, chosen, search_rng)

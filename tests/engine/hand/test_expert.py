@@ -20,7 +20,7 @@ from engine.core.testing import bot_players, play_match
 from engine.hand.bots import basic_policy
 from engine.hand.expert import make_expert
 from engine.hand.state import HandState, Phase
-from tests.engine.hand.table import cards, table, turn_of
+from tests.engine.hand.table import act, cards, table, turn_of
 
 _FAST = Budget(samples=2)
 _SETUPS = {
@@ -144,3 +144,27 @@ def test_a_sample_budget_is_reproducible_and_a_clock_bounds_the_time() -> None:
     began = time.perf_counter()
     assert timed(seen, _rng("timed")) in legal
     assert time.perf_counter() - began < 0.05 + 0.5  # generous: the machine is shared
+
+
+def test_expert_goes_out_with_the_solvers_melds_where_the_longest_first_strands_a_card() -> None:
+    # docs/rules/hand.md "What the bot and the client need from the engine": taking 8♠ 8♣ 8♦
+    # as a set (listed first, as long as any run) strands the rest; the three runs go out.
+    state = turn_of(table(["6♠ 7♠ 8♠ 6♣ 7♣ 8♣ 8♦ 9♦ 10♦ 2♥", "2♦ 3♦ 4♦"]), 0,
+                    phase=Phase.PLAY, opened=[0])
+    view = hand.view(state, 0)
+    listed = [c for c in view.legal if c.WhichOneof("kind") == "lay_melds"]
+    assert sorted(listed[0].lay_melds.melds[0].cards) == sorted(cards("8♠ 8♣ 8♦"))  # the trap
+    assert basic_policy(view, _rng("out")) == listed[0]
+    command = make_expert(_FAST)(view, _rng("out"))
+    _, state = act(state, 0, lay_melds=command.lay_melds)
+    assert state.hands[0] == mask_of(cards("2♥"))
+
+
+def test_expert_keeps_a_pair_and_discards_a_card_near_nothing() -> None:
+    # Before opening (27 points of melds), J♥ melds with nothing while K♠ K♦ wait for a
+    # third king, as much penalty: the discard keeps the pair.
+    state = turn_of(table(["K♠ K♦ J♥ 5♣ 6♣ 7♣ 2♦ 3♦ 4♦ 9♠ 10♠ 7♥ 8♥ 3♠", "2♣ 3♣ 4♣"]), 0,
+                    phase=Phase.PLAY)
+    command = make_expert(Budget(samples=240))(hand.view(state, 0), _rng("keep"))
+    assert command.WhichOneof("kind") == "discard"
+    assert command.discard.card in cards("J♥")
