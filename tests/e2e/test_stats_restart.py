@@ -92,9 +92,19 @@ async def test_a_killed_stats_process_resumes_without_losing_or_double_counting(
                 if stats_progress(pg_url)[1] > applied_at_start:
                     break
                 await asyncio.sleep(0.05)
-            await asyncio.gather(*publishes)
+            # Kill it while it holds messages it fetched and has not acknowledged (on a
+            # quiet machine it would otherwise have acknowledged the whole burst already).
+            burst = asyncio.ensure_future(asyncio.gather(*publishes))
+            for _ in range(2000):
+                info = await jetstream.consumer_info(nats_names.stream, "stats")
+                if info.num_ack_pending:
+                    break
+                await asyncio.sleep(0.005)
             process.send_signal(signal.SIGKILL)
             process.wait(timeout=10)
+            await burst
+            info = await jetstream.consumer_info(nats_names.stream, "stats")
+            assert info.num_ack_pending, "the kill found nothing fetched and unacknowledged"
             applied_at_start = stats_progress(pg_url)[1]
             assert applied_at_start < total
             process = _start(env, log)
