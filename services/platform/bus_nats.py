@@ -34,7 +34,7 @@ import contextlib
 import logging
 import time
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import nats
@@ -265,7 +265,7 @@ class NatsBus:
             pending = (await subscription.consumer_info()).num_pending or 0
             while pending > 0:
                 msgs = await subscription.fetch(min(pending, 256), timeout=self._timeout)
-                found.extend(self._published(msg) for msg in msgs)
+                found.extend(self.published(msg) for msg in msgs)
                 pending = msgs[-1].metadata.num_pending if msgs else 0
         finally:
             with contextlib.suppress(Exception):
@@ -354,41 +354,64 @@ class NatsBus:
             f"{self.subject_prefix}.>", durable=durable, stream=self.stream, config=config
         )
 
-    def _published(self, msg: Msg) -> Published:
+    def published(self, msg: Msg) -> Published:
+        """The event a message of this bus's stream carries (its game from the subject).
+
+        :raises google.protobuf.message.DecodeError: if the payload is no ``LogEntry``.
+        """
         game_type, _, game_id = msg.subject[len(self.subject_prefix) + 1 :].partition(".")
         entry = LogEntry()
         entry.ParseFromString(msg.data)
         return Published(game_type, game_id, entry)
 
     async def _consume(self, durable: str | None) -> AsyncIterator[Published]:
-        subscription: JetStreamContext.PullSubscription | None = None
-        backoff = 0.1
-        try:
-            while not self._closed:
-                raise_if_cancelling()
-                await self._ready.wait()  # consumers wait out an outage at startup
-                try:
-                    if subscription is None:
-                        subscription = await self._pull_subscription(durable)
-                    msgs = await subscription.fetch(self._fetch_batch, timeout=1.0)
-                except nats.errors.TimeoutError:
-                    continue  # nothing new within the fetch timeout
-                except (nats.errors.Error, OSError) as error:
-                    # After a restart the consumer (or our inbox) may be gone: start over.
-                    log.info("re-creating the pull consumer %r after %r", durable, error)
-                    if subscription is not None:
-                        with contextlib.suppress(Exception):
-                            await subscription.unsubscribe()
-                    subscription = None
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, 5.0)
-                    continue
-                backoff = 0.1
+        pulls = pull_batches(lambda: self._pull_subscription(durable), self._fetch_batch,
+                             timeout=1.0, name=repr(durable),
+                             running=lambda: not self._closed, ready=self._ready)
+        async with contextlib.aclosing(pulls):
+            async for msgs in pulls:
                 for msg in msgs:
-                    yield self._published(msg)
+                    yield self.published(msg)
                     with contextlib.suppress(nats.errors.Error):
                         await msg.ack()
-        finally:
-            if subscription is not None:
-                with contextlib.suppress(Exception):
-                    await subscription.unsubscribe()
+
+
+async def pull_batches(
+    subscribe: Callable[[], Awaitable[JetStreamContext.PullSubscription]], batch: int, *,
+    timeout: float, name: str, running: Callable[[], bool] = lambda: True,
+    ready: asyncio.Event | None = None,
+) -> AsyncGenerator[list[Msg], None]:
+    """Up to ``batch`` messages at a time from the pull consumer ``subscribe()`` makes, while
+    ``running()`` (and, with ``ready``, once it is set: a consumer waits out an outage at
+    start-up). After an error the subscription is made again, backing off from 0.1 to 5 s:
+    after a NATS restart the consumer, or the inbox, may be gone. A fetch that finds
+    nothing within ``timeout`` just fetches again. Close the generator (``aclosing``) to
+    unsubscribe at once."""
+    subscription: JetStreamContext.PullSubscription | None = None
+    backoff = 0.1
+    try:
+        while running():
+            raise_if_cancelling()
+            if ready is not None:
+                await ready.wait()
+            try:
+                if subscription is None:
+                    subscription = await subscribe()
+                msgs = await subscription.fetch(batch, timeout=timeout)
+            except nats.errors.TimeoutError:
+                continue  # nothing new within the fetch timeout
+            except (nats.errors.Error, OSError) as error:
+                log.info("re-creating the pull consumer %s after %r", name, error)
+                if subscription is not None:
+                    with contextlib.suppress(Exception):
+                        await subscription.unsubscribe()
+                subscription = None
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            backoff = 0.1
+            yield msgs
+    finally:
+        if subscription is not None:
+            with contextlib.suppress(Exception):
+                await subscription.unsubscribe()

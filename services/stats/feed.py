@@ -29,13 +29,11 @@ import nats
 import nats.errors
 import nats.js.errors
 import structlog
-from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from dast.v1 import log_pb2
-from services.platform.bus import Bus, Published, raise_if_cancelling
-from services.platform.bus_nats import NatsBus
+from services.platform.bus import Bus
+from services.platform.bus_nats import NatsBus, pull_batches
 from services.stats.projector import Delivery
 
 DEFAULT_MAX_BATCH: Final = 2_000
@@ -115,53 +113,30 @@ class NatsBatches:
         self._ack_wait = ack_wait_seconds
         self._fetch_timeout = fetch_timeout_seconds
 
-    def _published(self, msg: Msg) -> Published:
-        prefix = self._bus.subject_prefix
-        game_type, _, game_id = msg.subject[len(prefix) + 1:].partition(".")
-        return Published(game_type, game_id, log_pb2.LogEntry.FromString(msg.data))
-
     async def batches(self) -> AsyncIterator[list[Delivery]]:
         """See :class:`Batches` (re-creates the consumer after errors, like the bus)."""
         connection = await nats.connect(
             self._bus.url, name="stats", allow_reconnect=True, max_reconnect_attempts=-1,
             reconnect_time_wait=0.5, connect_timeout=2, error_cb=_quiet)
-        subscription: JetStreamContext.PullSubscription | None = None
-        backoff = 0.1
+        jetstream = connection.jetstream(timeout=5)
+        pulls = pull_batches(lambda: self._subscribe(jetstream), self._max,
+                             timeout=self._fetch_timeout, name="stats")
         try:
-            while True:
-                raise_if_cancelling()
-                try:
-                    if subscription is None:
-                        subscription = await self._subscribe(connection.jetstream(timeout=5))
-                    msgs = await subscription.fetch(self._max, timeout=self._fetch_timeout)
-                except nats.errors.TimeoutError:
-                    continue
-                except (nats.errors.Error, OSError) as error:
-                    _log.info("stats_consumer_recreated", error=repr(error))
-                    if subscription is not None:
-                        with contextlib.suppress(Exception):
-                            await subscription.unsubscribe()
-                    subscription = None
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, 5.0)
-                    continue
-                backoff = 0.1
-                batch = []
-                for msg in msgs:
-                    try:
-                        published = self._published(msg)
-                    except Exception:  # not a log entry: nothing to count, never again
-                        _log.warning("stats_bad_message", subject=msg.subject)
-                        with contextlib.suppress(nats.errors.Error):
-                            await msg.term()
-                        continue
-                    batch.append(Delivery(published, msg.ack))
-                if batch:
-                    yield batch
+            async with contextlib.aclosing(pulls):
+                async for msgs in pulls:
+                    batch = []
+                    for msg in msgs:
+                        try:
+                            published = self._bus.published(msg)
+                        except Exception:  # not a log entry: nothing to count, never again
+                            _log.warning("stats_bad_message", subject=msg.subject)
+                            with contextlib.suppress(nats.errors.Error):
+                                await msg.term()
+                            continue
+                        batch.append(Delivery(published, msg.ack))
+                    if batch:
+                        yield batch
         finally:
-            if subscription is not None:
-                with contextlib.suppress(Exception):
-                    await subscription.unsubscribe()
             with contextlib.suppress(Exception):
                 await connection.close()
 

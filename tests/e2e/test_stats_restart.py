@@ -15,9 +15,6 @@ import asyncio
 import contextlib
 import os
 import random
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import nats
@@ -30,16 +27,10 @@ from tests.conftest import NatsNames
 from tests.e2e.test_multiprocess_stack import SECRET, SIGNING_KEY
 from tests.services.stats.checks import assert_matches_logs, stats_progress
 from tests.services.stats.matches import corpus
+from tests.support.processes import ServiceProcess
 from tests.support.servers import free_port
 
 pytestmark = pytest.mark.timeout(180)
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _start(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "services.compose"], cwd=ROOT, env=env,
-                                stdout=out, stderr=subprocess.STDOUT)
 
 
 async def test_a_killed_stats_process_resumes_without_losing_or_double_counting(
@@ -55,17 +46,18 @@ async def test_a_killed_stats_process_resumes_without_losing_or_double_counting(
         stream.append(queue.pop(0))
         if not queue:
             queues.remove(queue)
-    env = {**os.environ, "DAST_SERVICES": "stats", "DAST_DATABASE_URL": pg_url,
+    env = {**os.environ, "DAST_DATABASE_URL": pg_url,
            "DAST_NATS_URL": nats_url, "DAST_NATS_STREAM": nats_names.stream,
            "DAST_NATS_SUBJECT_PREFIX": nats_names.subject_prefix,
            "DAST_JWT_SECRET": SECRET, "DAST_SIGNING_KEY": SIGNING_KEY,
-           "DAST_LISTEN": f"127.0.0.1:{free_port()}", "DAST_LOG_LEVEL": "warning"}
+           "DAST_LOG_LEVEL": "warning"}
     log = tmp_path / "stats.log"
+    process = ServiceProcess("stats", "stats", free_port(), env, log)
     bus = NatsBus(nats_url, stream=nats_names.stream, subject_prefix=nats_names.subject_prefix)
     await bus.start()
     raw = await nats.connect(nats_url)
     jetstream = raw.jetstream()
-    process = _start(env, log)
+    process.start()
     try:
         third = len(stream) // 3
         parts = [stream[:third], stream[third:2 * third], stream[2 * third:]]
@@ -100,24 +92,23 @@ async def test_a_killed_stats_process_resumes_without_losing_or_double_counting(
                 if info.num_ack_pending:
                     break
                 await asyncio.sleep(0.005)
-            process.send_signal(signal.SIGKILL)
-            process.wait(timeout=10)
+            process.kill()
             await burst
             info = await jetstream.consumer_info(nats_names.stream, "stats")
             assert info.num_ack_pending, "the kill found nothing fetched and unacknowledged"
             applied_at_start = stats_progress(pg_url)[1]
             assert applied_at_start < total
-            process = _start(env, log)
+            process.start()
 
         async def caught_up() -> bool:
             return stats_progress(pg_url) == (len(matches), total)
 
         for _ in range(600):
-            assert process.poll() is None, log.read_text()[-3000:]
+            assert process.running, process.log_tail(3000)
             if await caught_up():
                 break
             await asyncio.sleep(0.1)
-        assert await caught_up(), log.read_text()[-3000:]
+        assert await caught_up(), process.log_tail(3000)
         # Messages the killed processes had fetched and not acknowledged came again (a
         # durable consumer numbers every delivery, redeliveries included).
         consumer = await jetstream.consumer_info(nats_names.stream, "stats")
@@ -128,13 +119,7 @@ async def test_a_killed_stats_process_resumes_without_losing_or_double_counting(
         finally:
             store.close()
     finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=5)
+        process.stop()
         with contextlib.suppress(Exception):
             await jetstream.delete_stream(nats_names.stream)
         await raw.close()
