@@ -82,6 +82,7 @@ def play_tournament(
             raise
         say(f"Already entered in {tournament_id}")
     played: set[str] = set()
+    announced = ""
     waiting_said = ""
     while True:
         table = stub.GetCurrentTable(
@@ -97,8 +98,18 @@ def play_tournament(
                 say(line)
             return final
         if table.game_id and table.game_id not in played:
-            say(f"Round {table.round}, table {table.table + 1}: you sit at seat {table.seat}")
-            client.play_match(table.game_id)
+            if table.game_id != announced:
+                say(f"Round {table.round}, table {table.table + 1}: you sit at seat {table.seat}")
+                announced = table.game_id
+            try:
+                client.play_match(table.game_id)
+            except grpc.RpcError as error:
+                if error.code() != grpc.StatusCode.NOT_FOUND:
+                    raise
+                # The table is drawn before its match exists (the tournament service creates
+                # it through the game service, retrying while that is unreachable): wait.
+                sleep(poll_seconds)
+                continue
             played.add(table.game_id)
             standings = stub.GetStandings(
                 tournament_pb2.GetStandingsRequest(tournament_id=tournament_id),
