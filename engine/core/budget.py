@@ -59,3 +59,17 @@ class Budget:
             return now + sample >= deadline
 
         return stop
+
+    def deadline(self) -> Callable[[], bool]:
+        """Start the decision's clock; the result tells whether ``time_ms`` have passed (never,
+        without a clock). For work that must stop inside a sample, where :meth:`stopper`
+        only stops between samples."""
+        clock = self.clock
+        if clock is None:
+            return _never
+        ends = clock() + self.time_ms / 1000.0
+        return lambda: clock() >= ends
+
+
+def _never() -> bool:
+    return False

@@ -13,10 +13,19 @@ turn"), so every card a player took from the pile is on the table, and every oth
 card is equally likely to come off the stock next.
 
 - **Draw**: take the discard whenever the view offers it (it lists ``take_discard`` only
-  when the card can be used at once: a sure step where the stock gives a chance of one).
+  when the card can be used at once: a sure step where the stock gives a chance of one);
+  but before opening, where taking it would oblige the seat to open this turn, draw from
+  the stock instead when rollouts find that keeping the choice scores better.
 - **Go out** whenever the solver finds how (the "hand" lay-down first, before opening);
-  open as soon as allowed, then lay the meld that lays the most cards, and the lay-offs
-  of the solver's plan, and joker retrievals.
+  open as soon as allowed, unless rollouts find that keeping the melds in hand for a
+  "hand" (−60, every other figure doubled) scores better; then lay the meld that lays the
+  most cards, and the lay-offs of the solver's plan, and joker retrievals.
+- **Rollouts** (:mod:`engine.hand.expert_race`): the unseen cards dealt at random to the
+  other hands and the stock, every other seat playing a greedy solitaire that tells when
+  it would go out, the seat's plans (take or draw; open now, or wait one or three turns
+  for a hand) played on the same deals and valued as the round scores; a plan replaces
+  the default only where it gains :data:`~engine.hand.expert_race.MARGIN` points on it
+  on average, and more than the standard error.
 - **Discard**: never a joker while another card remains, nor a card the next seat can use
   at once while another will do (the ``basic`` bot's first keys); among the cards the
   solver leaves loose, the ``basic`` bot's first :data:`_SHORTLIST` (once opened, only
@@ -27,7 +36,9 @@ card is equally likely to come off the stock next.
 
 The budget (:class:`~engine.core.budget.Budget`) caps the hands valued (deterministic
 given the generator: the draws are tried in a shuffled order) and optionally the time,
-with a clock the caller injects.
+with a clock the caller injects; a rollout counts as
+:data:`~engine.hand.expert_race.ROLLOUT_COST` samples, and the rollouts take at most half
+the time.
 """
 
 from __future__ import annotations
@@ -43,6 +54,7 @@ from engine.hand.basic_bot import closeness, feeds_next
 from engine.hand.bots import Policy
 from engine.hand.cards import FULL_DECK, JOKERS_MASK, is_joker, natural_of, penalty_value
 from engine.hand.codec import meld_spec_of, table_meld_of_proto
+from engine.hand.expert_race import WAIT_TURNS, Race, better, compare
 from engine.hand.melds import Meld, MeldKind
 from engine.hand.rules import Options, options_of
 from engine.hand.solver import best_opening, can_go_out, min_penalty
@@ -64,6 +76,8 @@ _PENALTY_WEIGHT: Final = 0.03
 only if another seat goes out first)."""
 _THREAT_PENALTY_WEIGHT: Final = 0.1
 """The same when an opponent may go out any turn: a 10 is worth a loose card."""
+_RACE_STREAM: Final = 0x5EED_0F_7ACE
+"""Mixed into the decision's seed word for the rollouts' generator."""
 _POINTS_PER_CARD: Final = 8.0
 """Before opening, a loose card's worth of the opening's shortfall, in points."""
 
@@ -225,13 +239,48 @@ def _laid_count(command: hand_pb2.HandCommand) -> int:
     return sum(len(meld.cards) for meld in command.lay_melds.melds)
 
 
-def _draw(table: _Table) -> hand_pb2.HandCommand:
+def _compare(
+    table: _Table, plans: list[tuple[int, int, int]], budget: Budget, rng: random.Random
+) -> int:
+    """The plan the rollouts choose (:func:`~engine.hand.expert_race.better`; 0 is the
+    default), within the rollouts' share of ``budget``."""
+    view = table.view
+    rollouts = _rollout_budget(budget)
+    race = Race(table.options, view.seat, list(view.hand_counts),
+                [bool(o) for o in view.opened], table.melds, table.unseen,
+                list(view.discard_pile), out_of_time=rollouts.deadline())
+    return better(compare(race, plans, rng, rollouts.stopper()))
+
+
+def _rollout_budget(budget: Budget) -> Budget:
+    """The rollouts' share of a decision's budget: its samples, and half its time (the
+    discard search that may follow in the same decision gets the rest)."""
+    return Budget(budget.samples, budget.time_ms / 2, budget.clock)
+
+
+def _draw(table: _Table, budget: Budget, rng: random.Random) -> hand_pb2.HandCommand:
     """Take the discard whenever the view offers it (the card is usable at once, so it is
-    a sure step of the race where the stock's card is a chance of one)."""
+    a sure step of the race where the stock's card is a chance of one); but before opening,
+    when taking it would oblige the seat to open now, draw from the stock instead if the
+    rollouts (:mod:`engine.hand.expert_race`) find that keeping the choice (open when able,
+    or wait for a hand) scores better."""
     view = table.view
     takes = _of_kind(view, "take_discard")
     stock = _of_kind(view, "draw_from_stock")
+    if takes and stock and not table.opened and view.discard_pile:
+        taken = view.discard_pile[-1]
+        plans = [(table.hand | 1 << taken, -1, 0), (table.hand, 0, 0)]
+        plans += [(table.hand, 0, wait) for wait in WAIT_TURNS]
+        if _compare(table, plans, budget, rng):
+            return stock[0]
     return (takes or stock)[0]
+
+
+def _wait_for_hand(table: _Table, budget: Budget, rng: random.Random) -> bool:
+    """Whether to keep the melds in hand for a "hand" rather than open now: only where
+    the rollouts find that waiting scores better on the same deals."""
+    plans = [(table.hand, -1, 0)] + [(table.hand, -1, wait) for wait in WAIT_TURNS]
+    return _compare(table, plans, budget, rng) > 0
 
 
 def _threatened(view: hand_pb2.HandView) -> bool:
@@ -307,7 +356,7 @@ def _discard(table: _Table, budget: Budget, rng: random.Random) -> hand_pb2.Hand
 
 
 def _meld_or_discard(
-    table: _Table, budget: Budget, rng: random.Random
+    table: _Table, budget: Budget, rng: random.Random, race_rng: random.Random
 ) -> hand_pb2.HandCommand:
     view = table.view
     lay_downs = _of_kind(view, "lay_melds")
@@ -317,7 +366,10 @@ def _meld_or_discard(
         return hand_finish[0]
     discards = _of_kind(view, "discard")
     if lay_downs and not table.opened:
-        return lay_downs[0]  # the solver's best opening: open as soon as allowed
+        if view.HasField("must_use") or not discards or not _wait_for_hand(table, budget, race_rng):
+            return lay_downs[0]  # the solver's best opening
+        # Waiting: the discard search has the half of the time the rollouts left.
+        return _discard(table, _rollout_budget(budget), rng)
     if lay_downs and table.opened and not view.HasField("must_use"):
         options = table.options
         plan = can_go_out(
@@ -363,13 +415,17 @@ def make_expert(budget: Budget | None = None) -> Policy:
         """
         if not view.legal:
             raise ValueError("the seat has no legal command")
-        search_rng = random.Random(rng.next_word())
+        word = rng.next_word()
+        search_rng = random.Random(word)
+        # The rollouts draw from their own generator, so that the discard search is the
+        # same whether or not they ran.
+        race_rng = random.Random(word ^ _RACE_STREAM)
         table = _Table(view)
         if view.phase == hand_pb2.HAND_PHASE_DRAW:
-            return _draw(table)
+            return _draw(table, chosen, race_rng)
         if view.phase == hand_pb2.HAND_PHASE_FIRST_DISCARD:
             return _discard(table, chosen, search_rng)
-        return _meld_or_discard(table, chosen, search_rng)
+        return _meld_or_discard(table, chosen, search_rng, race_rng)
 
     return expert_policy
 

@@ -19,7 +19,8 @@ from engine.core.rng import DeterministicRandom
 from engine.core.testing import bot_players, play_match
 from engine.hand.bots import basic_policy
 from engine.hand.expert import make_expert
-from engine.hand.state import HandState, Phase
+from engine.hand.melds import validate_meld
+from engine.hand.state import HandState, Phase, TableMeld
 from tests.engine.hand.table import act, cards, table, turn_of
 
 _FAST = Budget(samples=2)
@@ -168,3 +169,89 @@ def test_expert_keeps_a_pair_and_discards_a_card_near_nothing() -> None:
     command = make_expert(Budget(samples=240))(hand.view(state, 0), _rng("keep"))
     assert command.WhichOneof("kind") == "discard"
     assert command.discard.card in cards("J♥")
+
+
+# -- the rollouts' choices before opening (engine/hand/expert_race.py) ------------------
+
+_ONE_DRAW_FROM_A_HAND = "K♠ K♥ K♣ Q♠ Q♥ Q♣ J♦ Q♦ K♦ 7♥ 8♥ 7♠ 2♣"
+"""Three melds (90 points: the seat may open), 7♥ 8♥ 7♠ that 6♥ 9♥ 7♦ 7♣ or a joker
+completes, and 2♣ to discard: after the discard, one card of ten drawn is a "hand"."""
+_STOCK = "5♠ 6♠ 9♣ 10♣ 3♥ 4♥ 5♥ 9♠ 10♠ J♠ 3♣ 4♣ 5♣ 6♣ 8♣ 2♠ 3♠ 4♠ 5♦ 6♦"
+
+
+def _on_table(meld_id: int, owner: int, text: str) -> TableMeld:
+    return TableMeld(meld_id, owner, validate_meld(cards(text), {}))
+
+
+def test_expert_waits_for_a_hand_one_draw_away_against_a_slow_table() -> None:
+    # docs/rules/hand.md "Scoring": a hand scores −60 and doubles the unopened opponent's
+    # +100; the opponent has not opened, so a turn or two of waiting costs little.
+    state = turn_of(table([_ONE_DRAW_FROM_A_HAND, "2♦ 4♦ 6♦ 8♦ 10♦ Q♠ A♣ 3♥ 5♥ 9♥ J♥ K♥"],
+                          stock=_STOCK), 0, phase=Phase.PLAY)
+    view = hand.view(state, 0)
+    assert any(c.WhichOneof("kind") == "lay_melds" for c in view.legal)
+    command = make_expert(Budget(samples=240))(view, _rng("wait"))
+    assert command.WhichOneof("kind") == "discard"
+    assert command in view.legal
+
+
+def test_expert_opens_at_once_when_an_opponent_is_about_to_go_out() -> None:
+    # The opponent has opened and holds one card, with melds on the table to lay off on:
+    # waiting risks +100 (+200 after its hand cannot happen, but +100 is enough).
+    state = turn_of(table([_ONE_DRAW_FROM_A_HAND, "4♦"], stock=_STOCK), 0, phase=Phase.PLAY,
+                    opened=[1])
+    melds = (_on_table(0, 1, "9♣ 10♣ J♣"), _on_table(1, 1, "5♦ 6♦ 7♦ 8♦"),
+             _on_table(2, 1, "A♠ A♥ A♦"), _on_table(3, 1, "3♠ 4♠ 5♠ 6♠"))
+    state = replace(state, melds=melds, turn_first_meld=len(melds))
+    view = hand.view(state, 0)
+    command = make_expert(Budget(samples=240))(view, _rng("open"))
+    assert command.WhichOneof("kind") == "lay_melds"
+    assert command in view.legal
+
+
+def test_the_rollout_choices_are_legal_and_bounded_by_a_clock() -> None:
+    # Draw phase before opening with a usable discard (taking it obliges opening now), and
+    # the play phase able to open: a legal command within the clock's budget.
+    start = table([_ONE_DRAW_FROM_A_HAND.replace(" 2♣", ""),
+                   "2♦ 4♦ 6♦ 8♦ 10♦ Q♠ A♣ 3♥ 5♥ 9♥ J♥ K♥"], stock=_STOCK)
+    drawing = turn_of(start, 0, discard="6♥")
+    playing = turn_of(table([_ONE_DRAW_FROM_A_HAND, "2♦ 4♦ 6♦ 8♦ 10♦ Q♠ A♣ 3♥ 5♥ 9♥ J♥ K♥"],
+                            stock=_STOCK), 0, phase=Phase.PLAY)
+    for state in (drawing, playing):
+        view = hand.view(state, 0)
+        assert not view.opened[0]
+        timed = make_expert(Budget(samples=100_000, time_ms=50, clock=time.perf_counter))
+        began = time.perf_counter()
+        assert timed(view, _rng("clock")) in view.legal
+        assert time.perf_counter() - began < 0.05 + 0.5  # generous: the machine is shared
+        assert make_expert(_FAST)(view, _rng("fast")) in view.legal
+    assert any(c.WhichOneof("kind") == "take_discard" for c in hand.view(drawing, 0).legal)
+
+
+def test_a_deadline_inside_a_rollout_leaves_the_default_choice() -> None:
+    # One rollout calls the solver dozens of times; the deadline is checked at every turn
+    # it plays, and a rollout cut short counts for nothing: with no rollout finished the
+    # rollouts have no evidence, so the default (open at once) stands.
+    state = turn_of(table([_ONE_DRAW_FROM_A_HAND, "2♦ 4♦ 6♦ 8♦ 10♦ Q♠ A♣ 3♥ 5♥ 9♥ J♥ K♥"],
+                          stock=_STOCK), 0, phase=Phase.PLAY)
+    view = hand.view(state, 0)
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 0.004  # every reading 4 ms later: the 100 ms of rollouts end mid-rollout
+        return now[0]
+
+    readings = []
+
+    def counted() -> float:
+        readings.append(clock())
+        return readings[-1]
+
+    command = make_expert(Budget(samples=100_000, time_ms=200, clock=counted))(
+        view, _rng("wait"))
+    assert command in view.legal
+    # The untimed expert waits for the hand here (the first rollout test); the timed one
+    # ran out inside its first rollouts and opened, and the clock stopped being read soon
+    # after the deadline (a few dozen readings, not one per solver call of every rollout).
+    assert command.WhichOneof("kind") == "lay_melds"
+    assert len(readings) < 60
