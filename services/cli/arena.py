@@ -14,7 +14,8 @@ points per match of each level (Hokm: match score; Hand: penalty totals, lower i
 with the mean difference and its 95 % interval), and per level decisions per second and
 milliseconds per decision (p50, p95, max). ``expert`` levels get ``--budget-ms`` a move
 on a wall clock (0: ``--samples`` sampled deals instead, reproducible). ``--jobs`` plays
-sets in parallel processes.
+sets in parallel processes. Every finished set is journaled beside the results at once,
+and ``--resume`` continues an interrupted run from its journal.
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ from engine.hand.bots import BOTS as HAND_BOTS
 from engine.hokm import expert as hokm_expert
 from engine.hokm.bots import BOTS as HOKM_BOTS
 from services.cli.arena_chart import render_svg
+from services.cli.arena_journal import (
+    JournalMismatch,
+    JournalWriter,
+    journal_path,
+    read_journal,
+)
 
 app = typer.Typer(help="Two bot levels play seeded duplicate matches.", no_args_is_help=True)
 
@@ -209,9 +216,9 @@ def _play_set_job(job: tuple[ArenaSetup, int]) -> SetResult:
     return play_set(*job)
 
 
-def run_sets(setup: ArenaSetup, games: int, jobs: int) -> Iterator[SetResult]:
-    """Every set of a run, in completion order (in parallel processes with ``jobs`` > 1)."""
-    work = [(setup, index) for index in range(games)]
+def run_sets(setup: ArenaSetup, indices: Sequence[int], jobs: int) -> Iterator[SetResult]:
+    """The sets of ``indices``, in completion order (in parallel processes with ``jobs`` > 1)."""
+    work = [(setup, index) for index in indices]
     if jobs <= 1:
         yield from map(_play_set_job, work)
         return
@@ -287,20 +294,45 @@ def _print(console: Console, title: str, summary: dict[str, Any], game: str) -> 
                   f"(95 % CI {low:+.2f} to {high:+.2f}); {summary['seconds']:.1f} s")
 
 
-def run_arena(setup: ArenaSetup, games: int, jobs: int, out: Path, console: Console
-              ) -> dict[str, Any]:
+def run_arena(setup: ArenaSetup, games: int, jobs: int, out: Path, console: Console,
+              *, resume: bool = False) -> dict[str, Any]:
     """Play a whole run with a progress bar, print it, write ``out`` (JSON) and the SVG
-    chart beside it (same name, ``.svg``)."""
+    chart beside it (same name, ``.svg``).
+
+    Every finished set goes to the run's journal at once (:mod:`services.cli.arena_journal`);
+    with ``resume`` the sets an earlier run of the same setup journaled are kept and only the
+    others are played.
+
+    :raises JournalMismatch: if ``resume`` finds a journal of another setup.
+    """
+    journal = journal_path(out)
+    done, earlier_s = read_journal(journal, setup) if resume else ([], 0.0)
+    sets = [result for result in done if result.index < games]
+    missing = sorted(set(range(games)) - {result.index for result in sets})
+    if sets:
+        console.print(f"resuming: {len(sets)} of {games} sets from {journal}")
+    writer = JournalWriter(journal, setup, append=bool(done))
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
-    sets: list[SetResult] = []
+    # Without a terminal (a run logged to a file) the bar does not draw: a line every
+    # twentieth of the run says how far it got instead.
+    every = max(1, games // 20)
     started = time.perf_counter()
-    with Progress(*columns, console=console) as progress:
-        task = progress.add_task(f"{setup.level_a} vs {setup.level_b}", total=games)
-        for result in run_sets(setup, games, jobs):
-            sets.append(result)
-            progress.advance(task)
-    summary = summarize(setup, sets, time.perf_counter() - started)
+    try:
+        with Progress(*columns, console=console) as progress:
+            task = progress.add_task(f"{setup.level_a} vs {setup.level_b}", total=games,
+                                     completed=len(sets))
+            for result in run_sets(setup, missing, jobs):
+                sets.append(result)
+                elapsed = earlier_s + time.perf_counter() - started
+                writer.record(result, elapsed)
+                progress.advance(task)
+                if not console.is_terminal and (len(sets) % every == 0 or len(sets) == games):
+                    console.print(f"{len(sets)}/{games} sets, {elapsed:,.0f} s")
+    finally:
+        writer.close()
+    summary = summarize(setup, sets, earlier_s + time.perf_counter() - started)
+    summary["resumed_sets"] = len(sets) - len(missing)
     title = f"{setup.game} {setup.level_a} (A) vs {setup.level_b} (B), seed {setup.seed}"
     _print(console, title, summary, setup.game)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -312,6 +344,13 @@ def run_arena(setup: ArenaSetup, games: int, jobs: int, out: Path, console: Cons
     chart.write_text(render_svg(title, summary["running"], summary["even_share"], timings))
     console.print(f"wrote {out} and {chart}")
     return summary
+
+
+def _run(setup: ArenaSetup, games: int, jobs: int, out: Path, resume: bool) -> None:
+    try:
+        run_arena(setup, games, jobs, out, Console(), resume=resume)
+    except JournalMismatch as mismatch:
+        raise typer.BadParameter(str(mismatch), param_hint="--resume") from None
 
 
 def _check_level(game: str, level: str) -> str:
@@ -326,6 +365,11 @@ _SEED = typer.Option(0, help="Seed of the whole run (each deal derives its own).
 _BUDGET = typer.Option(200.0, min=0, help="An expert's time per move, ms (0: --samples).")
 _SAMPLES = typer.Option(48, min=1, help="An expert's samples per move when --budget-ms 0.")
 _JOBS = typer.Option(1, min=1, help="Parallel processes.")
+_RESUME = typer.Option(
+    False, "--resume",
+    help="Keep the sets an interrupted run of the same setup journaled beside --out "
+         "(<out>.sets.jsonl) and play only the others.",
+)
 
 
 _OUT_HELP = "JSON results (the SVG chart goes beside it)."
@@ -345,6 +389,7 @@ def arena_hokm(
     target_score: int = typer.Option(7, min=1, max=1000, help="Points that win a match."),
     jobs: int = _JOBS,
     out: Path = _HOKM_OUT,
+    resume: bool = _RESUME,
 ) -> None:
     """Hokm: level A against level B over duplicate deals."""
     if variant not in _HOKM_VARIANTS:
@@ -353,7 +398,7 @@ def arena_hokm(
     rules = hokm_pb2.HokmRules(variant=proto_variant, target_score=target_score, turn_seconds=0)
     setup = ArenaSetup("hokm", rules.SerializeToString(), seats, _check_level("hokm", a),
                        _check_level("hokm", b), budget_ms, samples, seed)
-    run_arena(setup, games, jobs, out, Console())
+    _run(setup, games, jobs, out, resume)
 
 
 @app.command("hand")
@@ -369,10 +414,11 @@ def arena_hand(
     rounds: int = typer.Option(5, min=1, help="Rounds in a match."),
     jobs: int = _JOBS,
     out: Path = _HAND_OUT,
+    resume: bool = _RESUME,
 ) -> None:
     """Hand: level A against level B over duplicate deals (penalties: lower is better)."""
     rules = hand_pb2.HandRules(players=players, rounds=rounds, turn_seconds=0)
     setup = ArenaSetup("hand", rules.SerializeToString(), players, _check_level("hand", a),
                        _check_level("hand", b), budget_ms, samples, seed)
-    run_arena(setup, games, jobs, out, Console())
+    _run(setup, games, jobs, out, resume)
 

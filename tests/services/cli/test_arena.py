@@ -10,8 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from dast.v1 import hokm_pb2
-from services.cli import app
+from services.cli import app, arena
 from services.cli.arena import ArenaSetup, percentile, play_set, seatings, summarize, wilson
+from services.cli.arena_journal import journal_path
 
 runner = CliRunner()
 
@@ -96,3 +97,82 @@ def test_arena_plays_sets_in_parallel_processes(tmp_path: Path) -> None:
     ])
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text())["matches"] == 4
+
+
+def _hokm_run(out: Path, *extra: str, games: int = 3) -> tuple[int, str]:
+    result = runner.invoke(app, [
+        "arena", "hokm", "--a", "greedy", "--b", "random", "--games", str(games),
+        "--target-score", "1", "--seed", "4", "--out", str(out), *extra,
+    ])
+    return result.exit_code, result.output
+
+
+def _count_sets_played(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    played: list[int] = []
+    real = arena.play_set
+
+    def counting(setup: ArenaSetup, index: int) -> arena.SetResult:
+        played.append(index)
+        return real(setup, index)
+
+    monkeypatch.setattr(arena, "play_set", counting)
+    return played
+
+
+def test_every_finished_set_is_journaled_beside_the_results(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    code, output = _hokm_run(out)
+    assert code == 0, output
+    lines = journal_path(out).read_text().splitlines()
+    assert json.loads(lines[0])["setup"]["level_a"] == "greedy"
+    assert sorted(json.loads(line)["index"] for line in lines[1:]) == [0, 1, 2]
+    assert "3/3 sets" in output  # no terminal here: progress is printed as lines
+
+
+def test_a_run_killed_mid_line_resumes_with_only_its_missing_sets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole = tmp_path / "whole.json"
+    assert _hokm_run(whole)[0] == 0
+    # The same run, killed while writing its third line: the header, set 0, half of set 1.
+    out = tmp_path / "cut.json"
+    header, first, second, _ = journal_path(whole).read_text().splitlines()
+    assert json.loads(first)["index"] == 0
+    journal_path(out).write_text(f"{header}\n{first}\n{second[: len(second) // 2]}")
+    played = _count_sets_played(monkeypatch)
+    code, output = _hokm_run(out, "--resume")
+    assert code == 0, output
+    assert sorted(played) == [1, 2]
+    assert "resuming: 1 of 3 sets" in output
+    resumed, uninterrupted = json.loads(out.read_text()), json.loads(whole.read_text())
+    assert resumed["resumed_sets"] == 1 and uninterrupted["resumed_sets"] == 0
+    for key in ("matches", "a_win_rate", "a_win_rate_ci95", "points_difference_mean",
+                "running"):
+        assert resumed[key] == uninterrupted[key]
+    # The journal is whole again: resuming it once more plays nothing.
+    played.clear()
+    assert _hokm_run(out, "--resume")[0] == 0
+    assert played == []
+    assert json.loads(out.read_text())["running"] == uninterrupted["running"]
+
+
+def test_resume_refuses_a_journal_of_another_setup(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    assert _hokm_run(out, games=1)[0] == 0
+    result = runner.invoke(app, [
+        "arena", "hokm", "--a", "greedy", "--b", "random", "--games", "1",
+        "--target-score", "2", "--seed", "4", "--out", str(out), "--resume",
+    ])
+    assert result.exit_code != 0
+    assert "another setup" in result.output
+
+
+def test_without_resume_a_run_starts_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "run.json"
+    assert _hokm_run(out, games=2)[0] == 0
+    played = _count_sets_played(monkeypatch)
+    assert _hokm_run(out, games=2)[0] == 0
+    assert sorted(played) == [0, 1]
+    assert len(journal_path(out).read_text().splitlines()) == 3
