@@ -20,15 +20,20 @@ and ``--resume`` continues an interrupted run from its journal.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import multiprocessing
+import signal
 import statistics
+import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import typer
@@ -222,8 +227,27 @@ def run_sets(setup: ArenaSetup, indices: Sequence[int], jobs: int) -> Iterator[S
     if jobs <= 1:
         yield from map(_play_set_job, work)
         return
-    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+    with _exit_on_sigterm(), multiprocessing.get_context("spawn").Pool(jobs) as pool:
         yield from pool.imap_unordered(_play_set_job, work)
+
+
+@contextlib.contextmanager
+def _exit_on_sigterm() -> Iterator[None]:
+    """While the pool runs, SIGTERM exits through Python, so that leaving the pool's block
+    terminates its workers: Python's own default ends the process at once, and orphaned
+    workers would play their sets on, holding the cores for minutes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def leave(signum: int, frame: FrameType | None) -> None:
+        sys.exit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, leave)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def summarize(setup: ArenaSetup, sets: Sequence[SetResult], seconds: float) -> dict[str, Any]:

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -176,3 +181,53 @@ def test_without_resume_a_run_starts_over(
     assert _hokm_run(out, games=2)[0] == 0
     assert sorted(played) == [0, 1]
     assert len(journal_path(out).read_text().splitlines()) == 3
+
+
+def _children(pid: int) -> set[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return {int(child) for child in path.read_text().split()} if path.exists() else set()
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of a live process (0 once it is gone or a zombie)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except FileNotFoundError:
+        return 0.0
+    if fields[0] == "Z":
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_terminated_run_takes_its_worker_processes_with_it(tmp_path: Path) -> None:
+    # Expert sets of a whole match take minutes, so the workers are mid-set when the run
+    # is terminated: left alone they would play on.
+    run = subprocess.Popen(
+        [sys.executable, "-c", "from services.cli import main; main()", "arena", "hokm",
+         "--a", "expert", "--b", "greedy", "--games", "4", "--budget-ms", "200",
+         "--jobs", "2", "--out", str(tmp_path / "run.json")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        busy: set[int] = set()
+        while len(busy) < 2 and time.monotonic() < deadline:  # two workers playing
+            busy = {pid for pid in _children(run.pid) if _cpu_seconds(pid) > 2.5}
+            time.sleep(0.1)
+        assert len(busy) == 2, "the run's worker processes did not start playing"
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=30) != 0
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in busy) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(pid) for pid in busy)
+    finally:
+        run.kill()
+        run.wait()
