@@ -31,7 +31,8 @@ from engine.core.cards import mask_of
 from engine.core.testing import bot_players
 from engine.hokm.rules import resolve_rules
 from engine.hokm.search.core import FastRound, random_playout
-from services.cli.arena import ArenaSetup, percentile, play_set
+from services.cli.arena import percentile, play_set
+from services.cli.arena_records import ArenaSetup
 
 _VARIANTS = {
     4: hokm_pb2.HOKM_VARIANT_FOUR_PLAYERS,

@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -58,6 +58,7 @@ from services.cli.arena_journal import (
     journal_path,
     read_journal,
 )
+from services.cli.arena_records import ArenaSetup, MatchResult, SetResult
 
 app = typer.Typer(help="Two bot levels play seeded duplicate matches.", no_args_is_help=True)
 
@@ -115,43 +116,6 @@ def percentile(sorted_values: Sequence[float], fraction: float) -> float:
         return 0.0
     rank = max(1, math.ceil(fraction * len(sorted_values)))
     return sorted_values[rank - 1]
-
-
-@dataclass(frozen=True)
-class ArenaSetup:
-    """What every set of a run shares (picklable, for ``--jobs``)."""
-
-    game: str
-    rules: bytes
-    """The serialized rules proto."""
-    seats: int
-    level_a: str
-    level_b: str
-    budget_ms: float
-    samples: int
-    seed: int
-
-
-@dataclass
-class MatchResult:
-    """One match of a set."""
-
-    seating: tuple[str, ...]
-    a_won: bool
-    b_won: bool
-    a_points: float
-    """Mean final score (Hokm) or penalty total (Hand) of A's seats."""
-    b_points: float
-
-
-@dataclass
-class SetResult:
-    """One deal played in every seating."""
-
-    index: int
-    matches: list[MatchResult]
-    decision_ms: dict[str, list[float]] = field(default_factory=dict)
-    """Per side (``a``, ``b``), milliseconds of every decision."""
 
 
 def _game(name: str) -> Game:

@@ -17,10 +17,9 @@ import json
 import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
-if TYPE_CHECKING:
-    from services.cli.arena import ArenaSetup, SetResult
+from services.cli.arena_records import ArenaSetup, MatchResult, SetResult
 
 
 class JournalMismatch(ValueError):
@@ -51,8 +50,6 @@ def _set_record(result: SetResult, elapsed_s: float) -> dict[str, Any]:
 
 
 def _set_from_record(record: dict[str, Any]) -> SetResult:
-    from services.cli.arena import MatchResult, SetResult  # the records' own module
-
     matches = [MatchResult(**{**match, "seating": tuple(match["seating"])})
                for match in record["matches"]]
     return SetResult(int(record["index"]), matches,

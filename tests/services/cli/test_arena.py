@@ -16,8 +16,9 @@ from typer.testing import CliRunner
 
 from dast.v1 import hokm_pb2
 from services.cli import app, arena
-from services.cli.arena import ArenaSetup, percentile, play_set, seatings, summarize, wilson
+from services.cli.arena import percentile, play_set, seatings, summarize, wilson
 from services.cli.arena_journal import journal_path
+from services.cli.arena_records import ArenaSetup, SetResult
 
 runner = CliRunner()
 
@@ -116,7 +117,7 @@ def _count_sets_played(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     played: list[int] = []
     real = arena.play_set
 
-    def counting(setup: ArenaSetup, index: int) -> arena.SetResult:
+    def counting(setup: ArenaSetup, index: int) -> SetResult:
         played.append(index)
         return real(setup, index)
 
