@@ -22,6 +22,7 @@ from engine.tournament.errors import TournamentCode
 from engine.tournament.evolve import evolve, replay
 from engine.tournament.model import (
     AbsenceChanged,
+    AskPartner,
     Command,
     Entrant,
     EntrantRegistered,
@@ -30,6 +31,7 @@ from engine.tournament.model import (
     Event,
     EventBody,
     Format,
+    PartnerAsked,
     Phase,
     Record,
     Register,
@@ -59,6 +61,7 @@ from engine.tournament.variants import hand_spec, hokm_spec
 
 __all__ = [
     "AbsenceChanged",
+    "AskPartner",
     "AuditCode",
     "AuditProblem",
     "Command",
@@ -69,6 +72,7 @@ __all__ = [
     "Event",
     "EventBody",
     "Format",
+    "PartnerAsked",
     "Phase",
     "Record",
     "Register",

@@ -22,10 +22,12 @@ from engine.tournament.decide import create, decide
 from engine.tournament.evolve import evolve
 from engine.tournament.model import (
     AbsenceChanged,
+    AskPartner,
     Command,
     EntrantRegistered,
     EntrantWithdrew,
     Event,
+    PartnerAsked,
     Register,
     ReportResult,
     ResultRecorded,
@@ -85,6 +87,10 @@ def command_for(event: Event) -> Command | None:
             rating=entrant.rating,
             name=entrant.name,
             at_ms=at_ms,
+        )
+    if isinstance(body, PartnerAsked):
+        return AskPartner(
+            player_id=body.player_id, partner_id=body.partner_id, name=body.name, at_ms=at_ms
         )
     if isinstance(body, EntrantWithdrew):
         return Withdraw(entrant_id=body.entrant_id, at_ms=at_ms)

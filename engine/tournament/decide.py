@@ -27,6 +27,7 @@ from engine.tournament.evolve import evolve, fold_round
 from engine.tournament.model import (
     MAX_ID_LENGTH,
     AbsenceChanged,
+    AskPartner,
     Command,
     Entrant,
     EntrantRegistered,
@@ -35,6 +36,7 @@ from engine.tournament.model import (
     Event,
     EventBody,
     Format,
+    PartnerAsked,
     Phase,
     Register,
     ReportResult,
@@ -146,6 +148,8 @@ def decide(state: TournamentState, command: Command) -> list[Event]:
     batch = _Batch(state, at_ms)
     if isinstance(command, Register):
         _register(batch, command)
+    elif isinstance(command, AskPartner):
+        _ask_partner(batch, command)
     elif isinstance(command, Withdraw):
         _withdraw(batch, command)
     elif isinstance(command, SetAbsent):
@@ -162,14 +166,26 @@ def decide(state: TournamentState, command: Command) -> list[Event]:
 # --- registration -------------------------------------------------------------------------
 
 
+def _check_registration_open(batch: _Batch) -> None:
+    state = batch.state
+    if state.phase is not Phase.REGISTRATION:
+        raise RuleViolation(TournamentCode.REGISTRATION_CLOSED, "the tournament has started")
+    closes = state.options.registration_closes_at_ms
+    if closes and batch.at_ms >= closes:
+        raise RuleViolation(TournamentCode.REGISTRATION_CLOSED, "registration has closed")
+
+
+def _check_not_entered(state: TournamentState, player_id: str) -> None:
+    if any(player_id in entrant.members for entrant in state.entrants.values()):
+        raise RuleViolation(
+            TournamentCode.PLAYER_ALREADY_ENTERED, f"{player_id} has entered already"
+        )
+
+
 def _register(batch: _Batch, command: Register) -> None:
     state = batch.state
     options = state.options
-    if state.phase is not Phase.REGISTRATION:
-        raise RuleViolation(TournamentCode.REGISTRATION_CLOSED, "the tournament has started")
-    closes = options.registration_closes_at_ms
-    if closes and batch.at_ms >= closes:
-        raise RuleViolation(TournamentCode.REGISTRATION_CLOSED, "registration has closed")
+    _check_registration_open(batch)
     entrant_id = _check_id(command.entrant_id, "the entrant id")
     members = command.members
     if not isinstance(members, tuple) or len(members) != members_per_entrant(options):
@@ -201,6 +217,43 @@ def _register(batch: _Batch, command: Register) -> None:
             Entrant(entrant_id=entrant_id, members=members, rating=rating, name=command.name)
         )
     )
+
+
+def _ask_partner(batch: _Batch, command: AskPartner) -> None:
+    """A registered pair is entered only when both of its players asked for each other."""
+    state = batch.state
+    _check_registration_open(batch)
+    player = _check_id(command.player_id, "the player id")
+    if state.options.entry is not Entry.PAIRS or members_per_entrant(state.options) != 2:
+        raise InvalidCommand(
+            TournamentCode.WRONG_TEAM_SIZE, "only a tournament of registered pairs of two "
+            "takes a partner",
+        )
+    if not isinstance(command.name, str) or len(command.name) > MAX_NAME_LENGTH:
+        raise InvalidCommand(TournamentCode.INVALID_ID, "the name is too long")
+    _check_not_entered(state, player)
+    standing = state.partner_asks.get(player)
+    if not command.partner_id:
+        if standing is not None:
+            batch.emit(PartnerAsked(player_id=player, partner_id=""))
+        return
+    partner = _check_id(command.partner_id, "the partner id")
+    if partner == player:
+        raise InvalidCommand(TournamentCode.WRONG_TEAM_SIZE, "a player is named twice")
+    _check_not_entered(state, partner)
+    if len(state.entrants) >= state.options.max_entrants:
+        raise RuleViolation(TournamentCode.FULL, "the tournament is full")
+    answered = state.partner_asks.get(partner)
+    if answered is not None and answered.partner_id == player:
+        members = (partner, player)  # the player who asked first comes first
+        _register(batch, Register(
+            entrant_id="+".join(members), members=members, rating=command.rating,
+            name=command.name or answered.name, at_ms=batch.at_ms,
+        ))
+        return
+    ask = PartnerAsked(player_id=player, partner_id=partner, name=command.name)
+    if standing != ask:  # asking again for the same changes nothing
+        batch.emit(ask)
 
 
 def _withdraw(batch: _Batch, command: Withdraw) -> None:

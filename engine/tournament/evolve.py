@@ -18,6 +18,7 @@ from engine.tournament.model import (
     EntrantWithdrew,
     Event,
     Format,
+    PartnerAsked,
     Phase,
     Record,
     ResultRecorded,
@@ -73,7 +74,18 @@ def _apply(state: TournamentState | None, event: Event) -> TournamentState:
     if isinstance(body, EntrantRegistered):
         entrants = dict(state.entrants)
         entrants[body.entrant.entrant_id] = body.entrant
-        return _replace(state, seq=seq, entrants=entrants)
+        members = body.entrant.members
+        # An ask by or for a player now entered can never be answered: it lapses.
+        asks = {
+            player: ask for player, ask in state.partner_asks.items()
+            if player not in members and ask.partner_id not in members
+        }
+        return _replace(state, seq=seq, entrants=entrants, partner_asks=asks)
+    if isinstance(body, PartnerAsked):
+        asks = {k: v for k, v in state.partner_asks.items() if k != body.player_id}
+        if body.partner_id:
+            asks[body.player_id] = body
+        return _replace(state, seq=seq, partner_asks=asks)
     if isinstance(body, EntrantWithdrew):
         if state.phase is Phase.REGISTRATION:
             entrants = {k: v for k, v in state.entrants.items() if k != body.entrant_id}

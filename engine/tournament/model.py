@@ -303,6 +303,18 @@ class EntrantRegistered:
 
 
 @dataclass(frozen=True, slots=True)
+class PartnerAsked:
+    """A player asked to enter a registered pair with ``partner_id`` (empty: took the ask
+    back). The pair is entered (:class:`EntrantRegistered`) when the partner asks for this
+    player in turn, so nobody is entered in a pair they did not ask for."""
+
+    player_id: str
+    partner_id: str
+    name: str = ""
+    """The pair's display name the player proposed (may be empty)."""
+
+
+@dataclass(frozen=True, slots=True)
 class EntrantWithdrew:
     """The entrant leaves: it is paired no more; a running table keeps it with stand-ins."""
 
@@ -380,6 +392,7 @@ class TournamentEnded:
 EventBody = (
     TournamentCreated
     | EntrantRegistered
+    | PartnerAsked
     | EntrantWithdrew
     | AbsenceChanged
     | TournamentStarted
@@ -411,6 +424,19 @@ class Register:
 
     entrant_id: str
     members: tuple[str, ...]
+    rating: int = DEFAULT_RATING
+    name: str = ""
+    at_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AskPartner:
+    """A player's half of entering a registered pair of two: the pair is entered once
+    ``partner_id`` has asked for ``player_id`` too, in either order. Empty ``partner_id``
+    takes the player's ask back; a new ask replaces the old one."""
+
+    player_id: str
+    partner_id: str
     rating: int = DEFAULT_RATING
     name: str = ""
     at_ms: int = 0
@@ -458,7 +484,7 @@ class ReportResult:
     at_ms: int = 0
 
 
-Command = Register | Withdraw | SetAbsent | Start | ReportResult
+Command = Register | AskPartner | Withdraw | SetAbsent | Start | ReportResult
 """Everything that can be asked of a tournament after its creation."""
 
 
@@ -509,6 +535,8 @@ class TournamentState:
     withdrawn: frozenset[str]
     absent: frozenset[str]
     """Player ids currently away."""
+    partner_asks: dict[str, PartnerAsked] = field(default_factory=dict)
+    """Registered pairs: each player's standing ask for a partner who has not asked back."""
     seed_order: tuple[str, ...] = ()
     """Set at the start: the field in seed order."""
     lot: tuple[str, ...] = ()

@@ -132,20 +132,10 @@ class TournamentService(tournament_pb2_grpc.TournamentServiceServicer):
         else:
             if is_bot_player(caller.player_id):
                 raise _denied("bot ids are not players")
-            members: tuple[str, ...] = (caller.player_id,)
-            if size > 1 and not request.partner_id and _entered(loaded, caller.player_id):
-                # The partner entered the pair already: say so, as to any second entry,
-                # rather than asking this member for a partner they have.
-                raise RuleViolation(TournamentCode.PLAYER_ALREADY_ENTERED,
-                                    f"{caller.player_id} has entered already")
             if size > 1:
-                partner = check_id(request.partner_id, "partner_id")
-                if is_bot_player(partner) or partner == caller.player_id:
-                    raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT,
-                                       Reason.INVALID_REQUEST, "partner_id names no partner",
-                                       metadata={"field": "partner_id"})
-                members = (caller.player_id, partner)
-            entrant_id = "+".join(members)
+                return await self._ask_partner(loaded, caller, request, rating, name)
+            entrant_id = caller.player_id
+            members: tuple[str, ...] = (entrant_id,)
 
             def members_of(state: engine.TournamentState) -> tuple[str, tuple[str, ...]]:
                 return entrant_id, members
@@ -168,6 +158,36 @@ class TournamentService(tournament_pb2_grpc.TournamentServiceServicer):
                 rating=entrant.rating),
         )
 
+    async def _ask_partner(
+        self, loaded: Loaded, caller: Identity, request: tournament_pb2.RegisterPlayerRequest,
+        rating: int, name: str,
+    ) -> tournament_pb2.RegisterPlayerResponse:
+        """The caller's half of entering a registered pair: the pair is entered when the
+        partner has asked for the caller too, so nobody is entered without asking."""
+        player = caller.player_id
+        if not request.partner_id and _entered(loaded, player):
+            # The pair is in already: say so, as to any second entry, rather than asking
+            # this member for a partner they have.
+            raise RuleViolation(TournamentCode.PLAYER_ALREADY_ENTERED,
+                                f"{player} has entered already")
+        partner = check_id(request.partner_id, "partner_id")
+        if is_bot_player(partner) or partner == player:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, Reason.INVALID_REQUEST,
+                               "partner_id names no partner", metadata={"field": "partner_id"})
+        after, _ = await self.tournaments.step(
+            loaded.tournament_id, lambda state: engine.AskPartner(
+                player, partner, rating=rating, name=name, at_ms=self.tournaments.clock()))
+        reply = tournament_pb2.RegisterPlayerResponse(tournament=after.summary)
+        pair = next((entrant for entrant in after.state.entrants.values()
+                     if player in entrant.members), None)
+        if pair is None:
+            reply.waiting_for_partner = True
+        else:
+            reply.entrant.CopyFrom(tournament_pb2.Entrant(
+                player_id=pair.entrant_id, display_name=pair.name or pair.entrant_id,
+                rating=pair.rating))
+        return reply
+
     async def UnregisterPlayer(
         self, request: tournament_pb2.UnregisterPlayerRequest,
         context: grpc.aio.ServicerContext,
@@ -180,6 +200,8 @@ class TournamentService(tournament_pb2_grpc.TournamentServiceServicer):
                 if caller.player_id in entrant.members and (
                         entrant.entrant_id not in state.withdrawn):
                     return engine.Withdraw(entrant.entrant_id, at_ms=self.tournaments.clock())
+            if caller.player_id in state.partner_asks:  # an ask for a partner, taken back
+                return engine.AskPartner(caller.player_id, "", at_ms=self.tournaments.clock())
             raise ServiceError(grpc.StatusCode.NOT_FOUND, TournamentServiceReason.NOT_REGISTERED,
                                "the caller is not registered in this tournament")
 

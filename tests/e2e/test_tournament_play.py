@@ -1,6 +1,7 @@
 """``dast play --tournament``: a person enters a tournament and plays every round's match
 through the terminal client's own prompt (answering ``a``: the basic bot's move); two
-people enter a tournament of registered pairs together (``--partner``) and play as one."""
+people enter a tournament of registered pairs by naming each other (``--partner``) and play
+as one."""
 
 from __future__ import annotations
 
@@ -110,12 +111,18 @@ async def test_two_people_enter_as_a_registered_pair_with_partner_and_play_as_on
         threads = [threading.Thread(target=person, args=(first, second.player_id), daemon=True)]
         threads[0].start()
         async with asyncio.timeout(30):
-            while await entrants() < 4:  # the pair is in: the partner joins it
+            while not said[first.player_id] and not failures:
                 await asyncio.sleep(0.05)
-        threads.append(threading.Thread(target=person, args=(second, ""), daemon=True))
+        # One player's ask enters nobody: the pair waits for the partner's.
+        assert any("Asked " in line for line in said[first.player_id]), said
+        assert await entrants() == 3
+        threads.append(threading.Thread(target=person, args=(second, first.player_id),
+                                        daemon=True))
         threads[1].start()
         async with asyncio.timeout(30):
-            while not said[second.player_id] and not failures:
+            while await entrants() < 4:  # the partner named the first: the pair is in
+                await asyncio.sleep(0.05)
+            while not any("named you too" in line for line in said[first.player_id]):
                 await asyncio.sleep(0.05)
         await host.call("StartTournament",
                         tournament_pb2.StartTournamentRequest(tournament_id=tournament_id))
@@ -128,7 +135,7 @@ async def test_two_people_enter_as_a_registered_pair_with_partner_and_play_as_on
     assert len(standings) == 4
     ours = next(line for line in standings if line.player_id == pair)
     assert ours.played == 2
-    assert f"Already entered in {tournament_id}" in said[second.player_id]
+    assert said[second.player_id][0] == "Entered pairs cup (4 entrants so far)"
     for session in sessions:
         lines = said[session.player_id]
         assert any(line.startswith("Round 2,") for line in lines), lines

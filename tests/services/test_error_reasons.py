@@ -940,6 +940,7 @@ async def _tournament_already_registered(api: Api) -> object:
 async def _tournament_player_already_entered(api: Api) -> object:
     tournament_id = await _tournament(api, players_per_table=4, registered_pairs=True)
     await _enter(api, tournament_id, "t-p1", partner_id="t-p2")
+    await _enter(api, tournament_id, "t-p2", partner_id="t-p1")  # the pair is in
     return await _enter(api, tournament_id, "t-p2", partner_id="t-p3")
 
 
@@ -1007,9 +1008,10 @@ UNREACHABLE: Final = {
     # answer to commands no request can make (test_the_tournament_engine_raises_… below).
     "tournament_invalid_seed": "the service draws every tournament's seed (32 random "
                                "bytes) and keeps it in the log; no request names a seed",
-    "tournament_wrong_team_size": "the service makes an entrant of the caller alone, or of "
-                                  "the caller and partner_id in pairs, refusing a partner "
-                                  "who is the caller first (invalid_request)",
+    "tournament_wrong_team_size": "the service makes an entrant of the caller alone, or "
+                                  "asks for the caller's partner_id in pairs (every pair "
+                                  "is of two), refusing a partner who is the caller first "
+                                  "(invalid_request)",
     "tournament_unknown_entrant": "UnregisterPlayer withdraws the caller's own entrant, "
                                   "found in the state; a caller in none is answered "
                                   "not_registered",

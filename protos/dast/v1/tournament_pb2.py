@@ -25,17 +25,17 @@ _sym_db = _symbol_database.Default()
 from dast.v1 import common_pb2 as dast_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x64\x61st/v1/tournament.proto\x12\x07\x64\x61st.v1\x1a\x14\x64\x61st/v1/common.proto\"\xdc\x02\n\x12TournamentSettings\x12\x0c\n\x04name\x18\x01 \x01(\t\x12$\n\tgame_type\x18\x02 \x01(\x0e\x32\x11.dast.v1.GameType\x12)\n\x06\x66ormat\x18\x03 \x01(\x0e\x32\x19.dast.v1.TournamentFormat\x12\x19\n\x11players_per_table\x18\x04 \x01(\r\x12\x18\n\x10registered_pairs\x18\x05 \x01(\x08\x12\x0e\n\x06rounds\x18\x06 \x01(\r\x12\x14\n\x0ctarget_score\x18\x07 \x01(\r\x12\x14\n\x0cturn_seconds\x18\x08 \x01(\r\x12 \n\x18round_time_limit_seconds\x18\t \x01(\r\x12\x13\n\x0bmax_players\x18\n \x01(\r\x12\x16\n\x0e\x66ill_with_bots\x18\x0b \x01(\x08\x12\x11\n\tbot_level\x18\x0c \x01(\t\x12\x14\n\x0cpartnerships\x18\r \x01(\x08\"R\n\x07\x45ntrant\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x0e\n\x06is_bot\x18\x03 \x01(\x08\x12\x0e\n\x06rating\x18\x04 \x01(\x05\"\xdf\x01\n\x08Standing\x12\x0c\n\x04rank\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12\x0e\n\x06is_bot\x18\x04 \x01(\x08\x12\x14\n\x0cmatch_points\x18\x05 \x01(\x03\x12\x13\n\x0bgame_points\x18\x06 \x01(\x03\x12\x0e\n\x06tricks\x18\x07 \x01(\x03\x12\x0e\n\x06played\x18\x08 \x01(\r\x12\x0b\n\x03won\x18\t \x01(\r\x12\x0c\n\x04\x62yes\x18\n \x01(\r\x12\x12\n\neliminated\x18\x0b \x01(\x08\x12\x12\n\ntie_breaks\x18\x0c \x03(\x03\"\xda\x01\n\x11TournamentSummary\x12\x15\n\rtournament_id\x18\x01 \x01(\t\x12-\n\x08settings\x18\x02 \x01(\x0b\x32\x1b.dast.v1.TournamentSettings\x12)\n\x06status\x18\x03 \x01(\x0e\x32\x19.dast.v1.TournamentStatus\x12\x0f\n\x07host_id\x18\x04 \x01(\t\x12\x10\n\x08\x65ntrants\x18\x05 \x01(\r\x12\r\n\x05round\x18\x06 \x01(\r\x12\x0b\n\x03seq\x18\x07 \x01(\x04\x12\x15\n\rcreated_at_ms\x18\x08 \x01(\x04\"H\n\x17\x43reateTournamentRequest\x12-\n\x08settings\x18\x01 \x01(\x0b\x32\x1b.dast.v1.TournamentSettings\"J\n\x18\x43reateTournamentResponse\x12.\n\ntournament\x18\x01 \x01(\x0b\x32\x1a.dast.v1.TournamentSummary\"{\n\x15RegisterPlayerRequest\x12\x15\n\rtournament_id\x18\x01 \x01(\t\x12\x11\n\tbot_level\x18\x02 \x01(\t\x12\x0e\n\x06rating\x18\x03 \x01(\x05\x12\x12\n\npartner_id\x18\x04 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x05 \x01(\t\"k\n\x16RegisterPlayerResponse\x12.\n\ntournament\x18\x01 \x01(\x0b\x32\x1a.dast.v1.TournamentSummary\x12!\n\x07\x65ntrant\x18\x02 \x01(\x0b\x32\x10.dast.v1.Entrant\"0\n\x17UnregisterPlayerRequest\x12\x15\n\rtournament_id\x18\x01 \x01(\t\"J\n\x18UnregisterPlayerResponse\x12.\n\ntournament\x18\x01 \x01(\x0b\x32\x1a.dast.v1.TournamentSummary\"/\n\x16StartTournamentRequest\x12\x15\n\rtournament_id\x18\x01 \x01(\t\"I\n\x17StartTournamentResponse\x12.\n\ntournament\x18\x01 \x01(\x0b\x32\x1a.dast.v1.TournamentSummary\",\n\x13GetStandingsRequest\x12\x15\n\rtournament_id\x18\x01 \x01(\t\"l\n\x14GetStandingsResponse\x12.\n\ntournament\x18\x01 \x01(\x0b\x32\x1a.dast.v1.TournamentSummary\x12$\n\tstandings\x18\x02 \x03(\x0b\x32\x11.dast.v1.Standing\".\n\x15WatchStandingsRequest\x12\x15\n\rtournament_id\x18\x01 \x01(\t\"n\n\x16WatchStandingsResponse\x12.\n\ntournament\x18\x01 \x01(\x0b\x32\x1a.dast.v1.TournamentSummary\x12$\n\tstandings\x18\x02 \x03(\x0b\x32\x11.dast.v1.Standing\"B\n\x16GetCurrentTableRequest\x12\x15\n\rtournament_id\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\"\xa1\x01\n\x17GetCurrentTableResponse\x12.\n\ntournament\x18\x01 \x01(\x0b\x32\x1a.dast.v1.TournamentSummary\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x0c\n\x04seat\x18\x03 \x01(\r\x12\r\n\x05round\x18\x04 \x01(\r\x12\r\n\x05table\x18\x05 \x01(\r\x12\x19\n\x11round_deadline_ms\x18\x06 \x01(\x04\"R\n\x16ListTournamentsRequest\x12)\n\x06status\x18\x01 \x01(\x0e\x32\x19.dast.v1.TournamentStatus\x12\r\n\x05limit\x18\x02 \x01(\r\"J\n\x17ListTournamentsResponse\x12/\n\x0btournaments\x18\x01 \x03(\x0b\x32\x1a.dast.v1.TournamentSummary*\x95\x01\n\x10TournamentFormat\x12!\n\x1dTOURNAMENT_FORMAT_UNSPECIFIED\x10\x00\x12\x1b\n\x17TOURNAMENT_FORMAT_SWISS\x10\x01\x12\x1e\n\x1aTOURNAMENT_FORMAT_KNOCKOUT\x10\x02\x12!\n\x1dTOURNAMENT_FORMAT_ROUND_ROBIN\x10\x03*\x97\x01\n\x10TournamentStatus\x12!\n\x1dTOURNAMENT_STATUS_UNSPECIFIED\x10\x00\x12!\n\x1dTOURNAMENT_STATUS_REGISTERING\x10\x01\x12\x1d\n\x19TOURNAMENT_STATUS_RUNNING\x10\x02\x12\x1e\n\x1aTOURNAMENT_STATUS_FINISHED\x10\x03\x32\xbc\x05\n\x11TournamentService\x12W\n\x10\x43reateTournament\x12 .dast.v1.CreateTournamentRequest\x1a!.dast.v1.CreateTournamentResponse\x12Q\n\x0eRegisterPlayer\x12\x1e.dast.v1.RegisterPlayerRequest\x1a\x1f.dast.v1.RegisterPlayerResponse\x12W\n\x10UnregisterPlayer\x12 .dast.v1.UnregisterPlayerRequest\x1a!.dast.v1.UnregisterPlayerResponse\x12T\n\x0fStartTournament\x12\x1f.dast.v1.StartTournamentRequest\x1a .dast.v1.StartTournamentResponse\x12K\n\x0cGetStandings\x12\x1c.dast.v1.GetStandingsRequest\x1a\x1d.dast.v1.GetStandingsResponse\x12S\n\x0eWatchStandings\x12\x1e.dast.v1.WatchStandingsRequest\x1a\x1f.dast.v1.WatchStandingsResponse0\x01\x12T\n\x0fGetCurrentTable\x12\x1f.dast.v1.GetCurrentTableRequest\x1a .dast.v1.GetCurrentTableResponse\x12T\n\x0fListTournaments\x12\x1f.dast.v1.ListTournamentsRequest\x1a .dast.v1.ListTournamentsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x64\x61st/v1/tournament.proto\x12\x07\x64\x61st.v1\x1a\x14\x64\x61st/v1/common.proto\"\xdc\x02\n\x12TournamentSettings\x12\x0c\n\x04name\x18\x01 \x01(\t\x12$\n\tgame_type\x18\x02 \x01(\x0e\x32\x11.dast.v1.GameType\x12)\n\x06\x66ormat\x18\x03 \x01(\x0e\x32\x19.dast.v1.TournamentFormat\x12\x19\n\x11players_per_table\x18\x04 \x01(\r\x12\x18\n\x10registered_pairs\x18\x05 \x01(\x08\x12\x0e\n\x06rounds\x18\x06 \x01(\r\x12\x14\n\x0ctarget_score\x18\x07 \x01(\r\x12\x14\n\x0cturn_seconds\x18\x08 \x01(\r\x12 \n\x18round_time_limit_seconds\x18\t \x01(\r\x12\x13\n\x0bmax_players\x18\n \x01(\r\x12\x16\n\x0e\x66ill_with_bots\x18\x0b \x01(\x08\x12\x11\n\tbot_level\x18\x0c \x01(\t\x12\x14\n\x0cpartnerships\x18\r \x01(\x08\"R\n\x07\x45ntrant\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x0e\n\x06is_bot\x18\x03 \x01(\x08\x12\x0e\n\x06rating\x18\x04 \x01(\x05\"\xdf\x01\n\x08Standing\x12\x0c\n\x04rank\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12\x0e\n\x06is_bot\x18\x04 \x01(\x08\x12\x14\n\x0cmatch_points\x18\x05 \x01(\x03\x12\x13\n\x0bgame_points\x18\x06 \x01(\x03\x12\x0e\n\x06tricks\x18\x07 \x01(\x03\x12\x0e\n\x06played\x18\x08 \x01(\r\x12\x0b\n\x03won\x18\t \x01(\r\x12\x0c\n\x04\x62yes\x18\n \x01(\r\x12\x12\n\neliminated\x18\x0b \x01(\x08\x12\x12\n\ntie_breaks\x18\x0c \x03(\x03\"\xda\x01\n\x11TournamentSummary\x12\x15\n\rtournament_id\x18\x01 \x01(\t\x12-\n\x08settings\x18\x02 \x01(\x0b\x32\x1b.dast.v1.TournamentSettings\x12)\n\x06status\x18\x03 \x01(\x0e\x32\x19.dast.v1.TournamentStatus\x12\x0f\n\x07host_id\x18\x04 \x01(\t\x12\x10\n\x08\x65ntrants\x18\x05 \x01(\r\x12\r\n\x05round\x18\x06 \x01(\r\x12\x0b\n\x03seq\x18\x07 \x01(\x04\x12\x15\n\rcreated_at_ms\x18\x08 \x01(\x04\"H\n\x17\x43reateTournamentRequest\x12-\n\x08settings\x18\x01 \x01(\x0b\x32\x1b.dast.v1.TournamentSettings\"J\n\x18\x43reateTournamentResponse\x12.\n\ntournament\x18\x01 \x01(\x0b\x32\x1a.dast.v1.TournamentSummary\"{\n\x15RegisterPlayerRequest\x12\x15\n\rtournament_id\x18\x01 \x01(\t\x12\x11\n\tbot_level\x18\x02 \x01(\t\x12\x0e\n\x06rating\x18\x03 \x01(\x05\x12\x12\n\npartner_id\x18\x04 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x05 \x01(\t\"\x88\x01\n\x16RegisterPlayerResponse\x12.\n\ntournament\x18\x01 \x01(\x0b\x32\x1a.dast.v1.TournamentSummary\x12!\n\x07\x65ntrant\x18\x02 \x01(\x0b\x32\x10.dast.v1.Entrant\x12\x1b\n\x13waiting_for_partner\x18\x03 \x01(\x08\"0\n\x17UnregisterPlayerRequest\x12\x15\n\rtournament_id\x18\x01 \x01(\t\"J\n\x18UnregisterPlayerResponse\x12.\n\ntournament\x18\x01 \x01(\x0b\x32\x1a.dast.v1.TournamentSummary\"/\n\x16StartTournamentRequest\x12\x15\n\rtournament_id\x18\x01 \x01(\t\"I\n\x17StartTournamentResponse\x12.\n\ntournament\x18\x01 \x01(\x0b\x32\x1a.dast.v1.TournamentSummary\",\n\x13GetStandingsRequest\x12\x15\n\rtournament_id\x18\x01 \x01(\t\"l\n\x14GetStandingsResponse\x12.\n\ntournament\x18\x01 \x01(\x0b\x32\x1a.dast.v1.TournamentSummary\x12$\n\tstandings\x18\x02 \x03(\x0b\x32\x11.dast.v1.Standing\".\n\x15WatchStandingsRequest\x12\x15\n\rtournament_id\x18\x01 \x01(\t\"n\n\x16WatchStandingsResponse\x12.\n\ntournament\x18\x01 \x01(\x0b\x32\x1a.dast.v1.TournamentSummary\x12$\n\tstandings\x18\x02 \x03(\x0b\x32\x11.dast.v1.Standing\"B\n\x16GetCurrentTableRequest\x12\x15\n\rtournament_id\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\"\xa1\x01\n\x17GetCurrentTableResponse\x12.\n\ntournament\x18\x01 \x01(\x0b\x32\x1a.dast.v1.TournamentSummary\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x0c\n\x04seat\x18\x03 \x01(\r\x12\r\n\x05round\x18\x04 \x01(\r\x12\r\n\x05table\x18\x05 \x01(\r\x12\x19\n\x11round_deadline_ms\x18\x06 \x01(\x04\"R\n\x16ListTournamentsRequest\x12)\n\x06status\x18\x01 \x01(\x0e\x32\x19.dast.v1.TournamentStatus\x12\r\n\x05limit\x18\x02 \x01(\r\"J\n\x17ListTournamentsResponse\x12/\n\x0btournaments\x18\x01 \x03(\x0b\x32\x1a.dast.v1.TournamentSummary*\x95\x01\n\x10TournamentFormat\x12!\n\x1dTOURNAMENT_FORMAT_UNSPECIFIED\x10\x00\x12\x1b\n\x17TOURNAMENT_FORMAT_SWISS\x10\x01\x12\x1e\n\x1aTOURNAMENT_FORMAT_KNOCKOUT\x10\x02\x12!\n\x1dTOURNAMENT_FORMAT_ROUND_ROBIN\x10\x03*\x97\x01\n\x10TournamentStatus\x12!\n\x1dTOURNAMENT_STATUS_UNSPECIFIED\x10\x00\x12!\n\x1dTOURNAMENT_STATUS_REGISTERING\x10\x01\x12\x1d\n\x19TOURNAMENT_STATUS_RUNNING\x10\x02\x12\x1e\n\x1aTOURNAMENT_STATUS_FINISHED\x10\x03\x32\xbc\x05\n\x11TournamentService\x12W\n\x10\x43reateTournament\x12 .dast.v1.CreateTournamentRequest\x1a!.dast.v1.CreateTournamentResponse\x12Q\n\x0eRegisterPlayer\x12\x1e.dast.v1.RegisterPlayerRequest\x1a\x1f.dast.v1.RegisterPlayerResponse\x12W\n\x10UnregisterPlayer\x12 .dast.v1.UnregisterPlayerRequest\x1a!.dast.v1.UnregisterPlayerResponse\x12T\n\x0fStartTournament\x12\x1f.dast.v1.StartTournamentRequest\x1a .dast.v1.StartTournamentResponse\x12K\n\x0cGetStandings\x12\x1c.dast.v1.GetStandingsRequest\x1a\x1d.dast.v1.GetStandingsResponse\x12S\n\x0eWatchStandings\x12\x1e.dast.v1.WatchStandingsRequest\x1a\x1f.dast.v1.WatchStandingsResponse0\x01\x12T\n\x0fGetCurrentTable\x12\x1f.dast.v1.GetCurrentTableRequest\x1a .dast.v1.GetCurrentTableResponse\x12T\n\x0fListTournaments\x12\x1f.dast.v1.ListTournamentsRequest\x1a .dast.v1.ListTournamentsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'dast.v1.tournament_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TOURNAMENTFORMAT']._serialized_start=2284
-  _globals['_TOURNAMENTFORMAT']._serialized_end=2433
-  _globals['_TOURNAMENTSTATUS']._serialized_start=2436
-  _globals['_TOURNAMENTSTATUS']._serialized_end=2587
+  _globals['_TOURNAMENTFORMAT']._serialized_start=2314
+  _globals['_TOURNAMENTFORMAT']._serialized_end=2463
+  _globals['_TOURNAMENTSTATUS']._serialized_start=2466
+  _globals['_TOURNAMENTSTATUS']._serialized_end=2617
   _globals['_TOURNAMENTSETTINGS']._serialized_start=60
   _globals['_TOURNAMENTSETTINGS']._serialized_end=408
   _globals['_ENTRANT']._serialized_start=410
@@ -50,32 +50,32 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CREATETOURNAMENTRESPONSE']._serialized_end=1089
   _globals['_REGISTERPLAYERREQUEST']._serialized_start=1091
   _globals['_REGISTERPLAYERREQUEST']._serialized_end=1214
-  _globals['_REGISTERPLAYERRESPONSE']._serialized_start=1216
-  _globals['_REGISTERPLAYERRESPONSE']._serialized_end=1323
-  _globals['_UNREGISTERPLAYERREQUEST']._serialized_start=1325
-  _globals['_UNREGISTERPLAYERREQUEST']._serialized_end=1373
-  _globals['_UNREGISTERPLAYERRESPONSE']._serialized_start=1375
-  _globals['_UNREGISTERPLAYERRESPONSE']._serialized_end=1449
-  _globals['_STARTTOURNAMENTREQUEST']._serialized_start=1451
-  _globals['_STARTTOURNAMENTREQUEST']._serialized_end=1498
-  _globals['_STARTTOURNAMENTRESPONSE']._serialized_start=1500
-  _globals['_STARTTOURNAMENTRESPONSE']._serialized_end=1573
-  _globals['_GETSTANDINGSREQUEST']._serialized_start=1575
-  _globals['_GETSTANDINGSREQUEST']._serialized_end=1619
-  _globals['_GETSTANDINGSRESPONSE']._serialized_start=1621
-  _globals['_GETSTANDINGSRESPONSE']._serialized_end=1729
-  _globals['_WATCHSTANDINGSREQUEST']._serialized_start=1731
-  _globals['_WATCHSTANDINGSREQUEST']._serialized_end=1777
-  _globals['_WATCHSTANDINGSRESPONSE']._serialized_start=1779
-  _globals['_WATCHSTANDINGSRESPONSE']._serialized_end=1889
-  _globals['_GETCURRENTTABLEREQUEST']._serialized_start=1891
-  _globals['_GETCURRENTTABLEREQUEST']._serialized_end=1957
-  _globals['_GETCURRENTTABLERESPONSE']._serialized_start=1960
-  _globals['_GETCURRENTTABLERESPONSE']._serialized_end=2121
-  _globals['_LISTTOURNAMENTSREQUEST']._serialized_start=2123
-  _globals['_LISTTOURNAMENTSREQUEST']._serialized_end=2205
-  _globals['_LISTTOURNAMENTSRESPONSE']._serialized_start=2207
-  _globals['_LISTTOURNAMENTSRESPONSE']._serialized_end=2281
-  _globals['_TOURNAMENTSERVICE']._serialized_start=2590
-  _globals['_TOURNAMENTSERVICE']._serialized_end=3290
+  _globals['_REGISTERPLAYERRESPONSE']._serialized_start=1217
+  _globals['_REGISTERPLAYERRESPONSE']._serialized_end=1353
+  _globals['_UNREGISTERPLAYERREQUEST']._serialized_start=1355
+  _globals['_UNREGISTERPLAYERREQUEST']._serialized_end=1403
+  _globals['_UNREGISTERPLAYERRESPONSE']._serialized_start=1405
+  _globals['_UNREGISTERPLAYERRESPONSE']._serialized_end=1479
+  _globals['_STARTTOURNAMENTREQUEST']._serialized_start=1481
+  _globals['_STARTTOURNAMENTREQUEST']._serialized_end=1528
+  _globals['_STARTTOURNAMENTRESPONSE']._serialized_start=1530
+  _globals['_STARTTOURNAMENTRESPONSE']._serialized_end=1603
+  _globals['_GETSTANDINGSREQUEST']._serialized_start=1605
+  _globals['_GETSTANDINGSREQUEST']._serialized_end=1649
+  _globals['_GETSTANDINGSRESPONSE']._serialized_start=1651
+  _globals['_GETSTANDINGSRESPONSE']._serialized_end=1759
+  _globals['_WATCHSTANDINGSREQUEST']._serialized_start=1761
+  _globals['_WATCHSTANDINGSREQUEST']._serialized_end=1807
+  _globals['_WATCHSTANDINGSRESPONSE']._serialized_start=1809
+  _globals['_WATCHSTANDINGSRESPONSE']._serialized_end=1919
+  _globals['_GETCURRENTTABLEREQUEST']._serialized_start=1921
+  _globals['_GETCURRENTTABLEREQUEST']._serialized_end=1987
+  _globals['_GETCURRENTTABLERESPONSE']._serialized_start=1990
+  _globals['_GETCURRENTTABLERESPONSE']._serialized_end=2151
+  _globals['_LISTTOURNAMENTSREQUEST']._serialized_start=2153
+  _globals['_LISTTOURNAMENTSREQUEST']._serialized_end=2235
+  _globals['_LISTTOURNAMENTSRESPONSE']._serialized_start=2237
+  _globals['_LISTTOURNAMENTSRESPONSE']._serialized_end=2311
+  _globals['_TOURNAMENTSERVICE']._serialized_start=2620
+  _globals['_TOURNAMENTSERVICE']._serialized_end=3320
 # @@protoc_insertion_point(module_scope)

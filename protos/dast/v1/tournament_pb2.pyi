@@ -318,7 +318,10 @@ class RegisterPlayerRequest(google.protobuf.message.Message):
     rating: builtins.int
     """Seeding rating (admins and services only; players register unrated)."""
     partner_id: builtins.str
-    """Registered pairs: the caller's partner (the pair enters as one entrant)."""
+    """Registered pairs: the caller's partner. The pair enters as one entrant once both
+    players have asked for each other, in either order; until then the caller's ask waits
+    (waiting_for_partner in the reply), and UnregisterPlayer takes it back.
+    """
     display_name: builtins.str
     """The entrant's display name (empty: the player id)."""
     def __init__(
@@ -340,18 +343,24 @@ class RegisterPlayerResponse(google.protobuf.message.Message):
 
     TOURNAMENT_FIELD_NUMBER: builtins.int
     ENTRANT_FIELD_NUMBER: builtins.int
+    WAITING_FOR_PARTNER_FIELD_NUMBER: builtins.int
+    waiting_for_partner: builtins.bool
+    """Registered pairs: the caller asked for partner_id, who has not asked for the caller yet."""
     @property
     def tournament(self) -> Global___TournamentSummary: ...
     @property
-    def entrant(self) -> Global___Entrant: ...
+    def entrant(self) -> Global___Entrant:
+        """The entrant entered (unset while waiting_for_partner)."""
+
     def __init__(
         self,
         *,
         tournament: Global___TournamentSummary | None = ...,
         entrant: Global___Entrant | None = ...,
+        waiting_for_partner: builtins.bool = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["entrant", b"entrant", "tournament", b"tournament"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["entrant", b"entrant", "tournament", b"tournament"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["entrant", b"entrant", "tournament", b"tournament", "waiting_for_partner", b"waiting_for_partner"]) -> None: ...
 
 Global___RegisterPlayerResponse: typing_extensions.TypeAlias = RegisterPlayerResponse
 

@@ -345,8 +345,8 @@ def play(
         help="The tournament service, if apart from --server (several replicas: "
              "ipv4:HOST:PORT,HOST:PORT).")] = "",
     partner: Annotated[str, typer.Option(
-        help="With --tournament of registered pairs: your partner's player id (you enter "
-             "together; your partner then joins with --tournament alone).",
+        help="With --tournament of registered pairs: your partner's player id. Your pair "
+             "is entered once your partner names you with --partner too.",
         metavar="PLAYER_ID")] = "",
 ) -> None:
     """Play Hokm or Hand in the terminal against bots or people on a dast server."""

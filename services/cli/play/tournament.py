@@ -1,8 +1,8 @@
 """``dast play --tournament ID``: enter a tournament and play each of its matches in turn.
 
-Register (an entry made before counts; in a tournament of registered pairs, one partner
-enters the pair with ``--partner`` and the other then finds it entered), wait for the
-start, then, round after round, ask
+Register (an entry made before counts; in a tournament of registered pairs, each partner
+names the other with ``--partner``, in either order, and the pair is entered once both
+have), wait for the start, then, round after round, ask
 the tournament service for this player's table and play that match with the same screen
 and prompt as a lobby match (:meth:`services.cli.play.Client.play_match`); between rounds,
 and at the end, print the standings. A bye or an elimination just waits for the next round
@@ -63,20 +63,28 @@ def play_tournament(
 ) -> tournament_pb2.GetStandingsResponse:
     """Enter the tournament and play its matches until it ends; the final standings.
 
-    In a tournament of registered pairs, ``partner_id`` enters the caller together with that
-    player; the partner, calling this without one, finds the pair already entered and plays.
+    In a tournament of registered pairs, ``partner_id`` asks to enter together with that
+    player, who must name the caller in turn (before or after): until they do, this waits
+    for them, and if the tournament starts first, it returns the standings without the pair.
 
     :raises grpc.RpcError: as the tournament service answers (other than "already in").
     """
     stub = tournament_pb2_grpc.TournamentServiceStub(channel)
+    awaiting_partner = False
     try:
         registered = stub.RegisterPlayer(
             tournament_pb2.RegisterPlayerRequest(tournament_id=tournament_id,
                                                  partner_id=partner_id),
             metadata=metadata, timeout=20)
         summary = registered.tournament
-        say(f"Entered {summary.settings.name or tournament_id} "
-            f"({summary.entrants} entrants so far)")
+        awaiting_partner = registered.waiting_for_partner
+        if awaiting_partner:
+            say(f"Asked {partner_id} to enter {summary.settings.name or tournament_id} with "
+                f"you: your pair is entered once they name you as their partner too "
+                f"(--partner {player_id})")
+        else:
+            say(f"Entered {summary.settings.name or tournament_id} "
+                f"({summary.entrants} entrants so far)")
     except grpc.RpcError as error:
         if (reason_of(error) or "") not in _ALREADY_IN:
             raise
@@ -89,6 +97,17 @@ def play_tournament(
             tournament_pb2.GetCurrentTableRequest(tournament_id=tournament_id),
             metadata=metadata, timeout=20)
         status = table.tournament.status
+        if awaiting_partner:
+            field: tournament_pb2.GetStandingsResponse = stub.GetStandings(
+                tournament_pb2.GetStandingsRequest(tournament_id=tournament_id),
+                metadata=metadata, timeout=20)
+            if any(_is_mine(line.player_id, player_id) for line in field.standings):
+                say(f"{partner_id} named you too: your pair is entered")
+                awaiting_partner = False
+            elif status != tournament_pb2.TOURNAMENT_STATUS_REGISTERING:
+                say(f"The tournament started without you: {partner_id} did not name you "
+                    "as their partner.")
+                return field
         if status == tournament_pb2.TOURNAMENT_STATUS_FINISHED:
             final: tournament_pb2.GetStandingsResponse = stub.GetStandings(
                 tournament_pb2.GetStandingsRequest(tournament_id=tournament_id),

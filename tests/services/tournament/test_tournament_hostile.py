@@ -73,3 +73,52 @@ async def test_hostile_requests_to_the_tournament_service_get_documented_statuse
             tournament_pb2.GetStandingsRequest(tournament_id=tournament_id),
             metadata=(("authorization", f"Bearer {host_token}"),))
         assert standings.tournament.tournament_id == tournament_id
+
+
+async def test_nobody_enters_another_player_in_a_pair_without_their_ask() -> None:
+    """Naming a stranger as partner used to enter them: their seat then played by a stand-in
+    bot, its results counted for them. Now the stranger is entered only by naming back."""
+    async with stack(bots=False, timers=False, presence=False) as run, \
+            grpc.aio.insecure_channel(run.address) as channel:
+        stub = tournament_pb2_grpc.TournamentServiceStub(channel)
+
+        def as_player(player_id: str) -> tuple[tuple[str, str]]:
+            return (("authorization", f"Bearer {mint_token(SECRET, player_id)}"),)
+
+        created = await stub.CreateTournament(tournament_pb2.CreateTournamentRequest(
+            settings=tournament_pb2.TournamentSettings(
+                game_type=common_pb2.GAME_TYPE_HOKM, registered_pairs=True)),
+            metadata=as_player("g-host"))
+        tournament_id = created.tournament.tournament_id
+
+        async def entrants() -> list[str]:
+            reply = await stub.GetStandings(tournament_pb2.GetStandingsRequest(
+                tournament_id=tournament_id), metadata=as_player("g-host"))
+            return [line.player_id for line in reply.standings]
+
+        async def ask(player_id: str, partner_id: str) -> tournament_pb2.RegisterPlayerResponse:
+            reply: tournament_pb2.RegisterPlayerResponse = await stub.RegisterPlayer(
+                tournament_pb2.RegisterPlayerRequest(tournament_id=tournament_id,
+                                                     partner_id=partner_id),
+                metadata=as_player(player_id))
+            return reply
+
+        grab = await ask("g-mallory", "g-victim")
+        assert grab.waiting_for_partner and not grab.HasField("entrant")
+        assert await entrants() == []
+        # The victim is free to enter with whomever they choose.
+        assert (await ask("g-victim", "g-friend")).waiting_for_partner
+        entered = await ask("g-friend", "g-victim")
+        assert not entered.waiting_for_partner
+        assert entered.entrant.player_id == "g-victim+g-friend"
+        assert await entrants() == ["g-victim+g-friend"]
+        # Mallory's ask lapsed with the victim's entry, and cannot be answered any more.
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await ask("g-victim", "g-mallory")
+        assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        # A waiting ask is taken back by UnregisterPlayer; an answer then waits in turn.
+        await ask("g-ann", "g-bob")
+        await stub.UnregisterPlayer(tournament_pb2.UnregisterPlayerRequest(
+            tournament_id=tournament_id), metadata=as_player("g-ann"))
+        assert (await ask("g-bob", "g-ann")).waiting_for_partner
+        assert await entrants() == ["g-victim+g-friend"]
