@@ -33,23 +33,11 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import grpc
 import structlog
 
-from services.bot.client import GrpcGameApi
-from services.bot.presence import Takeovers
-from services.bot.seats import LogSeats
-from services.bot.service import BotService
-from services.bot.stack import BotWorkers
-from services.bot.timers import TurnTimers
-from services.game.app import SERVICE_NAMES as GAME_SERVICE_NAMES
-from services.game.app import mount_game_service
-from services.lobby.app import SERVICE_NAME as LOBBY_SERVICE_NAME
-from services.lobby.app import Lobby, mount_lobby_service
-from services.lobby.changes import Tables
-from services.lobby.store import LobbyStore
 from services.platform.auth import Role, mint_token
 from services.platform.bus import Bus, InProcessBus, Published, cancel_and_wait, open_bus
 from services.platform.channels import service_channel
@@ -71,11 +59,22 @@ from services.platform.server import add_health_and_reflection, bind, make_serve
 from services.platform.store import OutboxStore, open_store
 from services.platform.store_heads import last_stored_events, readable
 from services.platform.table_feed import InProcessTableFeed, TableFeed, open_table_feed
-from services.stats.app import SERVICE_NAME as STATS_SERVICE_NAME
-from services.stats.app import Stats, mount_stats_service
-from services.stats.store import StatsStore
-from services.tournament.app import TournamentApp, tournaments_bus
-from services.tournament.store import TournamentStore
+
+# A process imports only the services it runs (each import below is made where its service
+# is started): a bot replica does not load the lobby's, the stats' or the game service's
+# code, nor their stores' tables.
+if TYPE_CHECKING:
+    from services.bot.presence import Takeovers
+    from services.bot.service import BotService
+    from services.bot.stack import BotWorkers
+    from services.bot.timers import TurnTimers
+    from services.lobby.app import Lobby
+    from services.lobby.changes import Tables
+    from services.lobby.store import LobbyStore
+    from services.stats.app import Stats
+    from services.stats.store import StatsStore
+    from services.tournament.app import TournamentApp
+    from services.tournament.store import TournamentStore
 
 KNOWN_SERVICES: Final = ("game", "lobby", "bot", "tournament", "stats")
 """What ``--services`` may name ("all" = every one)."""
@@ -175,6 +174,8 @@ class Composition:
 
     def __post_init__(self) -> None:
         if self.lobby_store is not None:
+            from services.lobby.changes import Tables
+
             self.tables = Tables(self.lobby_store, clock=self.clock)
         if self.store is not None and self.options.presence:
             self.reporter = PresenceReporter(self.board, clock=self.clock,
@@ -194,12 +195,18 @@ class Composition:
         """Add this process's gRPC services to ``server``; their names."""
         mounted: list[str] = []
         if self.store is not None:
+            from services.game.app import SERVICE_NAMES as GAME_SERVICE_NAMES
+            from services.game.app import mount_game_service
+
             mount_game_service(
                 server, self.store, self.bus, self.notify, metrics=self.metrics,
                 signer=self.signer, presence=self.reporter, clock=self.clock,
             )
             mounted.extend(str(name) for name in GAME_SERVICE_NAMES)
         if self.lobby_store is not None:
+            from services.lobby.app import SERVICE_NAME as LOBBY_SERVICE_NAME
+            from services.lobby.app import mount_lobby_service
+
             self.lobby = mount_lobby_service(
                 server, self.lobby_store, secret=self.secret,
                 token_ttl_seconds=self.options.token_ttl_seconds, table_writer=self.tables,
@@ -207,12 +214,17 @@ class Composition:
             )
             mounted.append(str(LOBBY_SERVICE_NAME))
         if self.tournament_store is not None:
+            from services.tournament.app import TournamentApp
+
             self.tournament = TournamentApp.build(
                 self.tournament_store, self.tournament_bus, secret=self.secret,
                 clock=self.clock, sweep_seconds=self.options.tournament_sweep_seconds,
             )
             mounted.append(self.tournament.mount(server))
         if self.stats_store is not None:
+            from services.stats.app import SERVICE_NAME as STATS_SERVICE_NAME
+            from services.stats.app import mount_stats_service
+
             self.stats = mount_stats_service(server, self.stats_store, clock=self.clock)
             mounted.append(str(STATS_SERVICE_NAME))
         return mounted
@@ -238,6 +250,11 @@ class Composition:
             self._spawn(self.stats.follow(self.bus, durable=f"{prefix}stats",
                                           game_target=game_target, secret=self.secret))
         if "bot" in self.names and (self.options.bots or self.options.timers):
+            from services.bot.client import GrpcGameApi
+            from services.bot.presence import Takeovers
+            from services.bot.seats import LogSeats
+            from services.bot.stack import BotWorkers
+
             self._channel = service_channel(game_target)
             api = GrpcGameApi(self._channel, self.secret)
             self.workers = BotWorkers(
@@ -293,6 +310,10 @@ async def running_stack(
     until exit (``limits``: the per-caller limits, default :class:`CallerLimits`;
     ``presence_bucket``: the key-value bucket of presence with NATS; ``clock``: the one
     clock of every service and of presence)."""
+    from services.lobby.store import LobbyStore
+    from services.stats.store import StatsStore
+    from services.tournament.store import TournamentStore
+
     store = await asyncio.to_thread(open_store, store_url)
     lobby_store = await asyncio.to_thread(LobbyStore.open, store_url)
     tournament_store = await asyncio.to_thread(TournamentStore.open, store_url)
@@ -333,6 +354,8 @@ def _tournaments_bus_of(nats_url: str | None, nats_options: dict[str, object]) -
     named after the games' ones, so that test runs stay apart)."""
     if not nats_url:
         return InProcessBus()
+    from services.tournament.app import tournaments_bus
+
     return tournaments_bus(load_settings(
         nats_url=nats_url,
         nats_stream=str(nats_options.get("stream", "DAST_EVENTS")),
@@ -401,12 +424,22 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
     store_url = settings.store_url()
     store = await asyncio.to_thread(open_store, store_url) if "game" in names else None
-    lobby_store = (await asyncio.to_thread(LobbyStore.open, store_url)
-                   if "lobby" in names else None)
-    tournament_store = (await asyncio.to_thread(TournamentStore.open, store_url)
-                        if "tournament" in names else None)
-    stats_store = (await asyncio.to_thread(StatsStore.open, store_url)
-                   if "stats" in names else None)
+    lobby_store = tournament_store = stats_store = None
+    tournament_bus: Bus = InProcessBus()
+    if "lobby" in names:
+        from services.lobby.store import LobbyStore
+
+        lobby_store = await asyncio.to_thread(LobbyStore.open, store_url)
+    if "tournament" in names:
+        from services.tournament.app import tournaments_bus
+        from services.tournament.store import TournamentStore
+
+        tournament_store = await asyncio.to_thread(TournamentStore.open, store_url)
+        tournament_bus = tournaments_bus(settings)
+    if "stats" in names:
+        from services.stats.store import StatsStore
+
+        stats_store = await asyncio.to_thread(StatsStore.open, store_url)
     # SQLite has one writer: one store thread avoids threads queueing on its lock; a
     # PostgreSQL pool serves many connections at once.
     workers = 16 if settings.database_url and "postgresql" in settings.database_url else 2
@@ -440,7 +473,7 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
         signer=signer, clock=clock, board=open_presence_board(settings.nats_url, clock=clock),
         feed=open_table_feed(settings.nats_url, stream=settings.nats_tables_stream,
                              subject_prefix=settings.nats_tables_prefix),
-        tournament_store=tournament_store, tournament_bus=tournaments_bus(settings),
+        tournament_store=tournament_store, tournament_bus=tournament_bus,
         stats_store=stats_store,
     )
     server = make_server(settings.jwt_secret, max_message_bytes=settings.max_message_bytes,

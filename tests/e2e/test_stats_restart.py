@@ -110,9 +110,16 @@ async def test_a_killed_stats_process_resumes_without_losing_or_double_counting(
             await asyncio.sleep(0.1)
         assert await caught_up(), process.log_tail(3000)
         # Messages the killed processes had fetched and not acknowledged came again (a
-        # durable consumer numbers every delivery, redeliveries included).
-        consumer = await jetstream.consumer_info(nats_names.stream, "stats")
+        # durable consumer numbers every delivery, redeliveries included). A kill between
+        # a batch's commit and its acknowledgements leaves the tables caught up before
+        # the redelivery (after the consumer's ack wait): wait for it to be acknowledged.
+        for _ in range(600):
+            consumer = await jetstream.consumer_info(nats_names.stream, "stats")
+            if not consumer.num_ack_pending and not consumer.num_pending:
+                break
+            await asyncio.sleep(0.05)
         assert consumer.delivered.consumer_seq > consumer.delivered.stream_seq
+        assert await caught_up()  # the redelivered messages were applied once only
         store = StatsStore.open(pg_url)
         try:
             assert_matches_logs(store, logs)

@@ -11,8 +11,13 @@ counts as a crossing too.
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ROOT / "services"
@@ -96,6 +101,36 @@ def test_the_import_scan_sees_relative_and_nested_imports(tmp_path: Path) -> Non
     tree = ast.parse(probe.read_text())
     nested = [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
     assert nested == ["services.lobby"]
+
+
+_LOADED_SERVICES = """
+import asyncio, sys
+from services.compose import run
+from services.platform.config import load_settings
+
+async def main() -> None:
+    stop = asyncio.Event()
+    stop.set()  # start everything, then stop at once
+    await run(load_settings(), stop=stop)
+
+asyncio.run(main())
+print(sorted({name.split(".")[1] for name in sys.modules if name.startswith("services.")}))
+"""
+
+
+@pytest.mark.parametrize("service", ["game", "lobby", "bot", "tournament", "stats"])
+def test_a_process_of_one_service_loads_no_other_service(service: str, tmp_path: Path) -> None:
+    """The composition root imports a service only when the process runs it, so a replica
+    of one service carries no other's code (nor its stores' tables) in memory."""
+    env = {**os.environ, "DAST_SERVICES": service, "DAST_LISTEN": "127.0.0.1:0",
+           "DAST_DATA_DIR": str(tmp_path), "DAST_GAME_TARGET": "127.0.0.1:1",
+           "DAST_LOG_LEVEL": "warning"}
+    for name in ("DAST_DATABASE_URL", "DAST_NATS_URL", "DAST_METRICS_PORT"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-c", _LOADED_SERVICES], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60, check=True)
+    loaded = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    assert set(loaded) == {service, TOOLBOX, "compose"}, loaded
 
 
 if __name__ == "__main__":  # the figures of docs/architecture.md
