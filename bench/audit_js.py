@@ -31,6 +31,9 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
+
+from bench.report import print_figures
 from dast.v1 import hokm_pb2, log_pb2
 from engine.core.chain import chain_log
 from engine.core.logformat import dump_jsonl, load_log
@@ -110,13 +113,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     args = parser.parse_args()
     result = measure_audit(args.repeat, args.rounds)
-    if args.json:
-        print(json.dumps(result))
-    else:
-        for key, value in result.items():
-            print(f"{key:>28}: {value}")
+    print_figures(result, as_json=args.json, width=28)
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
     main()

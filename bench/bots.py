@@ -21,10 +21,14 @@ defaults: the expert matches dominate).
 from __future__ import annotations
 
 import argparse
-import json
 import random
+import sys
 import time
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
+
+from bench.report import print_figures
 from dast.v1 import hand_pb2, hokm_pb2
 from engine import hokm
 from engine.core.cards import mask_of
@@ -127,11 +131,7 @@ def main() -> None:
         result[f"{name}_ms_p95"] = round(figures["p95"], 2)
         result[f"{name}_ms_max"] = round(figures["max"], 2)
         result[f"{name}_decisions"] = int(figures["decisions"])
-    if args.json:
-        print(json.dumps(result))
-    else:
-        for key, value in result.items():
-            print(f"{key:>36}: {value}")
+    print_figures(result, as_json=args.json, width=36)
 
 
 if __name__ == "__main__":

@@ -28,14 +28,18 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import random
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from google.protobuf.message import Message
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
+
+from bench.report import print_figures
 from dast.v1 import hand_pb2, hokm_pb2
 from engine import hand, hokm
 from engine.core.legal import LegalEntries
@@ -184,11 +188,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20261130, help="the games' seed")
     args = parser.parse_args()
     result = run(args.rounds, args.slice, args.seed)
-    if args.json:
-        print(json.dumps(result))
-    else:
-        for key, value in result.items():
-            print(f"{key:>34}: {value}")
+    print_figures(result, as_json=args.json, width=34)
 
 
 if __name__ == "__main__":

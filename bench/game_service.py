@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import re
 import socket
@@ -48,6 +47,9 @@ from urllib.parse import urlparse
 
 import grpc
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
+
+from bench.report import print_figures
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2, log_pb2
 from engine import hokm
 from services.platform.auth import Role, mint_token
@@ -307,11 +309,7 @@ def main() -> None:
         return
     result = run(args.games, args.seconds, args.rate, args.database_url, args.nats_url,
                  args.high_rate)
-    if args.json:
-        print(json.dumps(result))
-    else:
-        for key, value in result.items():
-            print(f"{key:>20}: {value}")
+    print_figures(result, as_json=args.json, width=20)
 
 
 if __name__ == "__main__":

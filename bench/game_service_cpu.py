@@ -31,7 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
+import itertools
 import resource
 import sys
 import tempfile
@@ -56,6 +56,7 @@ from bench.game_service import (
     _spawn,
     _stop,
 )
+from bench.report import print_figures
 from bench.scale import _cpu_seconds
 from dast.v1 import common_pb2, game_pb2
 from services.compose import GC_YOUNG_THRESHOLD, GIL_SWITCH_SECONDS
@@ -160,7 +161,7 @@ async def _in_process(games: int, seconds: float, data_dir: str) -> float:
     async def play(number: int, stop: float, tag: str) -> None:
         nonlocal served
         rules, seed, seated = _setup(number)
-        for count in range(1, 1_000_000):
+        for count in itertools.count(1):  # a new game each time one ends
             created = await create.unary_unary(game_pb2.CreateGameRequest(
                 game_type=common_pb2.GAME_TYPE_HOKM, hokm=rules, players=seated,
                 server_seed=seed, game_id=f"cpu-{tag}-{number}-{count}"), None)
@@ -233,11 +234,7 @@ def main() -> None:
         asyncio.run(_stack_server())
         return
     result = run(args.games, args.seconds)
-    if args.json:
-        print(json.dumps(result))
-    else:
-        for key, value in result.items():
-            print(f"{key:>24}: {value}")
+    print_figures(result, as_json=args.json, width=24)
 
 
 if __name__ == "__main__":

@@ -17,21 +17,22 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import random
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
+
+from bench.report import print_figures
 from dast.v1 import hokm_pb2, log_pb2
 from engine import hokm
 from engine.hokm.sim import default_players, play_match
 
 
 def _baseline() -> Callable[[int, int], int]:
-    """The naive baseline's ``play_random_rounds`` (bench/ is a folder of scripts)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    """The naive baseline's ``play_random_rounds``."""
     from bench.baselines.naive_hokm import play_random_rounds
 
     return play_random_rounds
@@ -117,11 +118,7 @@ def main() -> None:
         "match_replay_ms": round(match_replay_ms, 3),
         "match_events": len(match),
     }
-    if args.json:
-        print(json.dumps(result))
-    else:
-        for key, value in result.items():
-            print(f"{key:>22}: {value}")
+    print_figures(result, as_json=args.json, width=22)
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ import grpc
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
 
 from bench.game_service import SECRET, SIGNING_KEY, Samples, _play, _reachable, _script, _setup
+from bench.report import print_figures
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, log_pb2
 from services.platform.auth import Role, mint_token
 
@@ -676,11 +677,7 @@ def main() -> None:
         asyncio.run(_stream_client(StreamPlan(**json.loads(args.stream_client))))
         return
     result = run(args)
-    if args.json:
-        print(json.dumps(result))
-    else:
-        for key, value in result.items():
-            print(f"{key:>28}: {value}")
+    print_figures(result, as_json=args.json, width=28)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import tempfile
 import time
@@ -44,6 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.audit_js import measure_audit, python_audit_ms, sealed_match
+from bench.report import print_figures
 from dast.v1 import hand_pb2, hokm_pb2, log_pb2
 from engine import hand, hokm
 from engine.core.logformat import load_log
@@ -237,11 +237,7 @@ def main() -> None:
     result: dict[str, Any] = {}
     for name in args.only or list(MEASUREMENTS):
         result.update(MEASUREMENTS[name](args))
-    if args.json:
-        print(json.dumps(result))
-    else:
-        for key, value in result.items():
-            print(f"{key:>24}: {value}")
+    print_figures(result, as_json=args.json, width=24)
 
 
 if __name__ == "__main__":

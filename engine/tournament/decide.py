@@ -204,12 +204,8 @@ def _register(batch: _Batch, command: Register) -> None:
         raise InvalidCommand(TournamentCode.INVALID_ID, "the name is too long")
     if entrant_id in state.entrants:
         raise RuleViolation(TournamentCode.ALREADY_REGISTERED, f"{entrant_id} is registered")
-    entered = {player for entrant in state.entrants.values() for player in entrant.members}
-    taken = [member for member in members if member in entered]
-    if taken:
-        raise RuleViolation(
-            TournamentCode.PLAYER_ALREADY_ENTERED, f"{taken[0]} has entered already"
-        )
+    for member in members:
+        _check_not_entered(state, member)
     if len(state.entrants) >= options.max_entrants:
         raise RuleViolation(TournamentCode.FULL, "the tournament is full")
     batch.emit(

@@ -54,6 +54,14 @@ def is_bot_player(player_id: str) -> bool:
     return player_id.startswith(BOT_PREFIX)
 
 
+def entrant_message(entrant: engine.Entrant) -> tournament_pb2.Entrant:
+    """An entrant as the wire carries it."""
+    return tournament_pb2.Entrant(
+        player_id=entrant.entrant_id, display_name=entrant.name or entrant.entrant_id,
+        is_bot=all(is_bot_player(member) for member in entrant.members),
+        rating=entrant.rating)
+
+
 def standings_of(state: engine.TournamentState) -> list[tournament_pb2.Standing]:
     """The standings as the wire carries them (before the first round ends: the field in
     registration order, at zero)."""
@@ -149,14 +157,8 @@ class TournamentService(tournament_pb2_grpc.TournamentServiceServicer):
                                    at_ms=self.tournaments.clock())
 
         after, _ = await self.tournaments.step(loaded.tournament_id, choose)
-        entrant = registered[-1]
         return tournament_pb2.RegisterPlayerResponse(
-            tournament=after.summary,
-            entrant=tournament_pb2.Entrant(
-                player_id=entrant.entrant_id, display_name=entrant.name,
-                is_bot=all(is_bot_player(member) for member in entrant.members),
-                rating=entrant.rating),
-        )
+            tournament=after.summary, entrant=entrant_message(registered[-1]))
 
     async def _ask_partner(
         self, loaded: Loaded, caller: Identity, request: tournament_pb2.RegisterPlayerRequest,
@@ -177,16 +179,13 @@ class TournamentService(tournament_pb2_grpc.TournamentServiceServicer):
         after, _ = await self.tournaments.step(
             loaded.tournament_id, lambda state: engine.AskPartner(
                 player, partner, rating=rating, name=name, at_ms=self.tournaments.clock()))
-        reply = tournament_pb2.RegisterPlayerResponse(tournament=after.summary)
         pair = next((entrant for entrant in after.state.entrants.values()
                      if player in entrant.members), None)
         if pair is None:
-            reply.waiting_for_partner = True
-        else:
-            reply.entrant.CopyFrom(tournament_pb2.Entrant(
-                player_id=pair.entrant_id, display_name=pair.name or pair.entrant_id,
-                rating=pair.rating))
-        return reply
+            return tournament_pb2.RegisterPlayerResponse(
+                tournament=after.summary, waiting_for_partner=True)
+        return tournament_pb2.RegisterPlayerResponse(
+            tournament=after.summary, entrant=entrant_message(pair))
 
     async def UnregisterPlayer(
         self, request: tournament_pb2.UnregisterPlayerRequest,
