@@ -120,6 +120,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/hand_engine.py --json
 	$(BIN)/python bench/tournament_engine.py --json
 	$(BIN)/python bench/game_service.py --json
+	$(BIN)/python bench/game_service_cpu.py --json
 	$(BIN)/python bench/bot_tables.py --json
 	$(BIN)/python bench/bots.py --json
 	$(BIN)/python bench/scale.py --json
