@@ -334,27 +334,45 @@ def start(table: lobby_pb2.Table, player_id: str, game_id: str) -> Change:
 
 
 def rematch(table: lobby_pb2.Table, player_id: str, game_id: str) -> Change:
-    """A new match with the same seats; seats whose player left become bots.
+    """A new match with the same seats, for the players still there.
 
-    :raises LobbyError: the caller is not seated or the match is not over.
+    A seat whose player left gets a bot, and so does a seat a bot held when the match ended:
+    its player was away (the stats counted the match as abandoned), and carrying them into a
+    match they never asked for would have a bot play it in their name and rate them on it. A
+    player back in time takes the seat again with ``JoinTable`` first (:func:`give_back`).
+    When the host is not among those who stay, the first of them hosts the table. The new
+    seats depend on the table alone, never on who asked, so that two players asking at once
+    plan the same match.
+
+    :raises LobbyError: the caller is not seated (or away), or the match is not over.
     """
     own = seat_of(table, player_id)
     if own is None or table.seats[own].left:
         raise _precondition(LobbyReason.NOT_SEATED,
                             f"{player_id} is not at table {table.table_id}")
+    if table.seats[own].taken_over_by_bot:
+        raise _precondition(LobbyReason.NOT_SEATED,
+                            f"a bot held {player_id}'s seat at table {table.table_id} when the "
+                            "match ended; join the table again to take it back")
     if table.status != lobby_pb2.TABLE_STATUS_FINISHED:
         raise _precondition(LobbyReason.GAME_NOT_OVER,
                             f"table {table.table_id} has no finished match")
     changed = _copy(table)
     updates = []
     for seat in changed.seats:
-        if seat.left or not seat.player_id:
+        away = seat.taken_over_by_bot and not seat.left
+        if away:
+            updates.append(Update(Kind.TABLE_UPDATE_KIND_PLAYER_LEFT, seat.seat, seat.player_id))
+        if away or seat.left or not seat.player_id:
             index = seat.seat
             seat.Clear()
             seat.seat = index
             _seat_bot(seat, table.settings.bot_level)
             updates.append(Update(Kind.TABLE_UPDATE_KIND_BOT_ADDED, index))
-        seat.taken_over_by_bot = False
+    if seat_of(changed, table.host_id) is None:
+        host = next(seat for seat in changed.seats if not seat.is_bot)  # the caller, at least
+        changed.host_id = host.player_id
+        updates.append(Update(Kind.TABLE_UPDATE_KIND_HOST_CHANGED, host.seat, host.player_id))
     changed.status = lobby_pb2.TABLE_STATUS_PLAYING
     changed.game_id = game_id
     changed.matches += 1
@@ -388,10 +406,11 @@ def take_over(table: lobby_pb2.Table, seats: Iterable[int]) -> Change:
 
 def give_back(table: lobby_pb2.Table, player_id: str) -> Change:
     """``player_id`` is back (subscribed again, or joined again after leaving): the bot
-    hands their seat back (docs/rules/hokm.md "What the app adds")."""
+    hands their seat back (docs/rules/hokm.md "What the app adds"). After the match it marks
+    them present for the rematch (:func:`rematch`)."""
     changed = _copy(table)
     updates = []
-    if table.status != lobby_pb2.TABLE_STATUS_PLAYING:
+    if table.status not in (lobby_pb2.TABLE_STATUS_PLAYING, lobby_pb2.TABLE_STATUS_FINISHED):
         return Change(table)
     for seat in changed.seats:
         if seat.player_id == player_id and not seat.is_bot and seat.taken_over_by_bot:

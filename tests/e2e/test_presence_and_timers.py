@@ -98,6 +98,64 @@ async def test_a_disconnected_player_is_replaced_by_a_bot_and_gets_the_seat_back
             await watcher
 
 
+@pytest.mark.parametrize("comes_back", [False, True])
+async def test_a_player_away_when_the_match_ends_is_not_carried_into_the_rematch(
+    comes_back: bool,
+) -> None:
+    # Carried along, the absent player's next match would be played by a bot in their name
+    # and rated as abandoned; back in time, they take the seat again by joining the table.
+    async with stack(grace_ms=300) as run, grpc.aio.insecure_channel(run.address) as channel:
+        host = await Guest.sign_in(channel, f"device-rematch-host-{comes_back}", "Host")
+        friend = await Guest.sign_in(channel, f"device-rematch-friend-{comes_back}", "Friend")
+        table = (await host.call("CreateTable",
+                                 lobby_pb2.CreateTableRequest(settings=HOKM_4))).table
+        get_table = lobby_pb2.GetTableRequest(table_id=table.table_id)
+        rematch = lobby_pb2.RematchRequest(table_id=table.table_id)
+        await friend.call("JoinTable", lobby_pb2.JoinTableRequest(table_id=table.table_id,
+                                                                  seat=2))
+        started = (await host.call("StartGame", lobby_pb2.StartGameRequest(
+            table_id=table.table_id))).table
+        stream = friend.game.Subscribe(
+            game_pb2.SubscribeRequest(game_id=started.game_id), metadata=friend.metadata)
+        await anext(aiter(stream))
+        stream.cancel()  # the friend's connection drops for the rest of the match
+
+        async def friend_taken_over() -> bool:
+            return bool((await host.call("GetTable", get_table)).table.seats[2].taken_over_by_bot)
+
+        await wait_for(friend_taken_over, seconds=10)
+        await host.play_to_the_end(started.game_id)
+
+        async def finished() -> lobby_pb2.Table | None:
+            current = (await host.call("GetTable", get_table)).table
+            return current if current.status == lobby_pb2.TABLE_STATUS_FINISHED else None
+
+        ended = await wait_for(finished, seconds=20)
+        assert ended.seats[2].player_id == friend.player_id and ended.seats[2].taken_over_by_bot
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await friend.call("Rematch", rematch)
+        assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "join the table again" in (refused.value.details() or "")
+        if comes_back:
+            back = (await friend.call("JoinTable", lobby_pb2.JoinTableRequest(
+                table_id=table.table_id))).table
+            assert back.seats[2].player_id == friend.player_id
+            assert not back.seats[2].taken_over_by_bot
+            again = (await friend.call("Rematch", rematch)).table
+            assert again.seats[2].player_id == friend.player_id and not again.seats[2].is_bot
+            assert (await friend.view(again.game_id)).view.seat == 2
+            return
+        again = (await host.call("Rematch", rematch)).table
+        assert again.status == lobby_pb2.TABLE_STATUS_PLAYING and again.seats[2].is_bot
+        assert friend.player_id not in [seat.player_id for seat in again.seats]
+        try:
+            seen = await friend.call("GetView", game_pb2.GetViewRequest(game_id=again.game_id))
+        except grpc.aio.AioRpcError as not_seated:
+            assert not_seated.code() == grpc.StatusCode.PERMISSION_DENIED
+        else:
+            assert seen.hokm.is_spectator  # the match has no seat of the friend's
+
+
 async def _not(predicate: object) -> bool:
     return not await predicate()  # type: ignore[operator]
 

@@ -174,9 +174,10 @@ class LobbyServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Rematch(self, request, context):
-        """After the match: a new match at the same table with the same seats (players who left
-        are replaced by bots). Any seated player may ask; the first one wins, and the others
-        get FAILED_PRECONDITION (the table is playing again).
+        """After the match: a new match at the same table with the same seats; players who left,
+        and players whose seat a bot held when the match ended, are replaced by bots (one who is
+        back calls JoinTable first). Any seated player may ask; the first one wins, and the
+        others get FAILED_PRECONDITION (the table is playing again).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

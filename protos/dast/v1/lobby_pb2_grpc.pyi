@@ -377,9 +377,10 @@ class LobbyServiceStub(typing.Generic[_LobbyServiceSignInGuestType, _LobbyServic
     """
 
     Rematch: _LobbyServiceRematchType
-    """After the match: a new match at the same table with the same seats (players who left
-    are replaced by bots). Any seated player may ask; the first one wins, and the others
-    get FAILED_PRECONDITION (the table is playing again).
+    """After the match: a new match at the same table with the same seats; players who left,
+    and players whose seat a bot held when the match ended, are replaced by bots (one who is
+    back calls JoinTable first). Any seated player may ask; the first one wins, and the
+    others get FAILED_PRECONDITION (the table is playing again).
     """
 
     WatchTable: _LobbyServiceWatchTableType
@@ -530,9 +531,10 @@ class LobbyServiceServicer(metaclass=abc.ABCMeta):
         request: dast.v1.lobby_pb2.RematchRequest,
         context: _ServicerContext,
     ) -> typing.Union[dast.v1.lobby_pb2.RematchResponse, collections.abc.Awaitable[dast.v1.lobby_pb2.RematchResponse]]:
-        """After the match: a new match at the same table with the same seats (players who left
-        are replaced by bots). Any seated player may ask; the first one wins, and the others
-        get FAILED_PRECONDITION (the table is playing again).
+        """After the match: a new match at the same table with the same seats; players who left,
+        and players whose seat a bot held when the match ended, are replaced by bots (one who is
+        back calls JoinTable first). Any seated player may ask; the first one wins, and the
+        others get FAILED_PRECONDITION (the table is playing again).
         """
 
     @abc.abstractmethod

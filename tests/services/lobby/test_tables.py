@@ -87,3 +87,50 @@ def test_rematch_replaces_players_who_left_with_bots() -> None:
     again = tables.rematch(finished, "host", "t-2").table
     assert again.seats[2].is_bot and again.game_id == "t-2" and again.matches == 2
     assert not any(s.taken_over_by_bot for s in again.seats)
+
+
+def _finished_with_seat_taken_over(seat: int) -> lobby_pb2.Table:
+    taken = tables.take_over(_playing(), [seat]).table
+    return tables.finish(taken, "t-1").table
+
+
+def test_rematch_gives_a_bot_the_seat_of_a_player_away_when_the_match_ended() -> None:
+    # p1's stream was gone at the end: the next match must not be played in p1's name.
+    finished = _finished_with_seat_taken_over(2)
+    change = tables.rematch(finished, "host", "t-2")
+    again = change.table
+    assert again.seats[2].is_bot and again.seats[2].player_id == "bot:basic:2"
+    assert tables.seat_of(again, "p1") is None
+    assert [(u.kind, u.seat) for u in change.updates] == [
+        (Kind.TABLE_UPDATE_KIND_PLAYER_LEFT, 2), (Kind.TABLE_UPDATE_KIND_BOT_ADDED, 2),
+        (Kind.TABLE_UPDATE_KIND_GAME_STARTED, 0)]
+    assert change.updates[0].player_id == "p1"
+    assert again.host_id == "host" and not any(s.taken_over_by_bot for s in again.seats)
+
+
+def test_a_player_away_at_the_end_asks_for_the_rematch_only_after_joining_again() -> None:
+    finished = _finished_with_seat_taken_over(2)
+    with pytest.raises(LobbyError, match="join the table again") as refused:
+        tables.rematch(finished, "p1", "t-2")
+    assert refused.value.code.name == "FAILED_PRECONDITION"
+    back = tables.join(finished, "p1", "P1", None)
+    assert [(u.kind, u.seat) for u in back.updates] == [(Kind.TABLE_UPDATE_KIND_SEAT_RETURNED, 2)]
+    again = tables.rematch(back.table, "p1", "t-2").table
+    assert again.seats[2].player_id == "p1" and not again.seats[2].is_bot
+
+
+def test_the_first_player_who_stays_hosts_the_rematch_when_the_host_was_away() -> None:
+    change = tables.rematch(_finished_with_seat_taken_over(0), "p1", "t-2")
+    assert change.table.host_id == "p1" and change.table.seats[0].is_bot
+    assert (Kind.TABLE_UPDATE_KIND_HOST_CHANGED, 2) in [(u.kind, u.seat) for u in change.updates]
+
+
+def test_a_rematch_plans_the_same_seats_whoever_asks() -> None:
+    # Two players asking at once create one game from one plan (the lobby names the game
+    # after the table's version): the plan must not depend on the caller.
+    joined = tables.join(tables.join(_table(), "p1", "P1", 2).table, "p2", "P2", 1).table
+    taken = tables.take_over(tables.start(joined, "host", "t-1").table, [1])
+    finished = tables.finish(taken.table, "t-1").table
+    by_host = tables.rematch(finished, "host", "t-2").table
+    by_p1 = tables.rematch(finished, "p1", "t-2").table
+    assert by_host == by_p1 and by_host.seats[1].is_bot
