@@ -165,6 +165,7 @@ class SqlEventStore:
             lock=self._lock,
             integrity_error=engine.dialect.loaded_dbapi.IntegrityError,
             prepare=self._sql.read_heads if self._sql.batch_heads else None,
+            finish=self._sql.finish if self._sql.batch_writes else None,
         )
 
     @classmethod

@@ -86,6 +86,37 @@ def entry_of(event_bytes: bytes, hash_: bytes) -> LogEntry:
     return entry
 
 
+# PostgreSQL: the appends of a whole batch (each the only write of its game there, its checks
+# passed under the lock of the batch's head read) in ONE statement, whatever their number:
+# the rows come as arrays, so the text never changes and the server prepares it once. The
+# count of heads moved tells whether every game was still where its checks found it.
+_BATCH_APPEND = (
+    "WITH new_events AS (INSERT INTO events (game_id, seq, game_type, event, hash, command_id, "
+    "at_ms) SELECT * FROM unnest(%s::text[], %s::bigint[], %s::int[], %s::bytea[], "
+    "%s::bytea[], %s::text[], %s::bigint[])), "
+    "new_commands AS (INSERT INTO commands (game_id, sender, command_id, first_seq, last_seq) "
+    "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::bigint[], %s::bigint[])), "
+    "moved AS (UPDATE games g SET last_seq = m.last_seq, last_hash = m.last_hash, "
+    "relayed_seq = CASE WHEN m.relayed AND g.relayed_seq >= m.prev_seq THEN m.last_seq "
+    "ELSE g.relayed_seq END "
+    "FROM unnest(%s::text[], %s::bigint[], %s::bytea[], %s::bigint[], %s::bool[]) "
+    "AS m(game_id, last_seq, last_hash, prev_seq, relayed) "
+    "WHERE g.game_id = m.game_id AND g.last_seq = m.prev_seq RETURNING 1) "
+    "SELECT count(*) FROM moved"
+)
+
+
+@dataclass(frozen=True)
+class DeferredAppend:
+    """What an append leaves to its batch's single statement (:meth:`Statements.finish`)."""
+
+    rows: list[tuple[object, ...]]
+    command: tuple[object, ...]
+    """``(game_id, sender, command_id, first_seq, last_seq)``, or empty without a command."""
+    move: tuple[str, int, bytes, int, bool]
+    """``(game_id, last_seq, last_hash, previous last_seq, relayed)``."""
+
+
 @functools.lru_cache(maxsize=64)
 def combined_append(events: int, with_command: bool, relayed: bool) -> str:
     """PostgreSQL: an append's three writes in ONE statement (data-modifying CTEs), so that it
@@ -119,6 +150,8 @@ class Statements:
     """Whether an append's writes go as one statement (:func:`combined_append`)."""
     batch_heads: bool
     """Whether a batch reads the heads of all its appends at once (:meth:`read_heads`)."""
+    batch_writes: bool
+    """Whether a batch writes all its appends at once (:meth:`finish`)."""
 
     @classmethod
     def for_dialect(cls, dialect: str) -> Statements:
@@ -141,6 +174,7 @@ class Statements:
             move_head_relayed=style(_MOVE_HEAD_RELAYED),
             combine_writes=postgres,  # SQLite runs in-process: a statement costs no trip
             batch_heads=postgres,
+            batch_writes=postgres,
         )
 
     def read_heads(self, cursor: Cursor, writes: list[Write[object]]) -> None:
@@ -166,6 +200,28 @@ class Statements:
         for position, *head in cursor.fetchall():
             reading[position].batched = tuple(head)
 
+    def finish(self, cursor: Cursor, writes: list[Write[object]]) -> None:
+        """The batch-wide write of a :class:`~services.platform.store_writer.GroupWriter`
+        (PostgreSQL): every append that left its changes (:class:`DeferredAppend`) is written
+        by one statement.
+
+        :raises LostRace: if a game's head moved since the batch read it (another process).
+        """
+        deferred = [write.deferred for write in writes if write.deferred is not None]
+        if not deferred:
+            return
+        rows = [row for append in deferred for row in append.rows]
+        commands = [append.command for append in deferred if append.command]
+        moves = [append.move for append in deferred]
+        cursor.execute(_BATCH_APPEND, (
+            *(list(column) for column in zip(*rows, strict=True)),
+            *(list(column) for column in _columns(commands, 5)),
+            *(list(column) for column in zip(*moves, strict=True)),
+        ))
+        row = cursor.fetchone()
+        if row is None or row[0] != len(moves):
+            raise LostRace("a game's head moved past what the batch read")
+
     def entries_between(
         self, cursor: Cursor, game_id: str, after: int, up_to: int
     ) -> list[LogEntry]:
@@ -182,6 +238,11 @@ class Statements:
         if row is None:
             return None
         return AppendResult(self.entries_between(cursor, game_id, row[0] - 1, row[1]), True)
+
+
+def _columns(rows: list[tuple[object, ...]], width: int) -> list[tuple[object, ...]]:
+    """``rows`` turned into ``width`` columns (empty ones when there are no rows)."""
+    return list(zip(*rows, strict=True)) if rows else [()] * width
 
 
 def _event_rows(
@@ -272,6 +333,10 @@ def append_write(
         rows = _event_rows(game_id, game_type, entries, command_id)
         first, last = entries[0].event.seq, entries[-1].event.seq
         command = (game_id, sender, command_id, first, last) if key is not None else ()
+        if write.may_defer:
+            write.deferred = DeferredAppend(
+                rows, command, (game_id, last, entries[-1].hash, last_seq, relayed))
+            return AppendResult(entries, duplicate=False)
         move: tuple[object, ...] = (
             (last, entries[-1].hash, last_seq, last, game_id, last_seq) if relayed
             else (last, entries[-1].hash, game_id, last_seq)

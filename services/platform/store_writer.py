@@ -19,7 +19,11 @@ Each write stays all-or-nothing with its own outcome:
 A batch may start with one read for all its writes (``prepare``: on PostgreSQL, the heads of
 every game the batch appends to, locked in one ``SELECT … FOR UPDATE``), each write finding
 its part in :attr:`Write.batched`; a write whose part is missing reads for itself, as it does
-when it runs alone.
+when it runs alone. It may end with one statement for all its writes (``finish``: on
+PostgreSQL, every append's rows): a write allowed to (:attr:`Write.may_defer`, the only write
+of its game in the batch) leaves its statement's values in :attr:`Write.deferred` once its
+checks passed, and ``finish`` writes them all at once; if that fails, the batch runs again
+write by write, as after any other failure.
 
 A write's future completes only after its transaction committed, so a caller never replies
 to a client before its events are durable. Writes submitted from an event loop
@@ -31,6 +35,7 @@ the thread and of the loop per write.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import queue
 import threading
@@ -66,7 +71,8 @@ class Write(Generic[T]):
     transaction, after a constraint violation or :class:`LostRace` when run alone) returns
     the result or raises the StoreError that the violation means."""
 
-    __slots__ = ("batch_key", "batched", "future", "lock_key", "loop", "recover", "run")
+    __slots__ = ("batch_key", "batched", "deferred", "future", "lock_key", "loop", "may_defer",
+                 "recover", "run")
 
     def __init__(
         self,
@@ -87,6 +93,11 @@ class Write(Generic[T]):
         self.batched: Any = NOT_READ
         """What that read found for this write, set in the write's transaction; NOT_READ
         when the write must read for itself."""
+        self.may_defer = False
+        """Whether the write may leave its changes to the batch's ``finish`` (set by the
+        writer before each run)."""
+        self.deferred: Any = None
+        """The changes the write left to ``finish`` (None: it made them itself)."""
         self.future: Future[T] | asyncio.Future[T]
         """Set by :meth:`GroupWriter.submit` or :meth:`GroupWriter.submit_async`."""
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -112,7 +123,9 @@ class GroupWriter:
     implicitly, as psycopg does); ``lock`` is held around each transaction (the store's lock
     that serializes SQLite access in this process); ``prepare(cursor, writes)``, if given,
     runs first in each batch's transaction, with the writes in the order they will run, and
-    sets what it read for each in :attr:`Write.batched`.
+    sets what it read for each in :attr:`Write.batched`; ``finish(cursor, writes)``, if given,
+    runs last, before the commit, and makes the changes the writes left in
+    :attr:`Write.deferred` (raising, e.g. :class:`LostRace`, rolls the batch back).
     """
 
     def __init__(
@@ -124,9 +137,11 @@ class GroupWriter:
         integrity_error: type[Exception],
         name: str = "store-writer",
         prepare: Callable[[Cursor, list[Write[Any]]], None] | None = None,
+        finish: Callable[[Cursor, list[Write[Any]]], None] | None = None,
     ) -> None:
         self._connect = connect
         self._prepare = prepare
+        self._finish = finish
         self._begin = begin
         self._lock = lock
         self._integrity_error = integrity_error
@@ -299,21 +314,31 @@ class GroupWriter:
         outcomes: list[tuple[bool, Any]] = [(False, None)] * len(batch)
         # A stable sort: one game's writes keep their order (their seqs follow each other).
         order = sorted(range(len(batch)), key=lambda i: batch[i].lock_key)
+        ordered = [batch[index] for index in order]
+        together = len(batch) > 1
+        writes_of_game = collections.Counter(write.lock_key for write in batch)
         for write in batch:
             write.batched = NOT_READ
-        if self._prepare is not None and len(batch) > 1:
-            self._prepare(cursor, [batch[index] for index in order])
+            write.deferred = None
+            # A game written twice must see its first write before the second one's checks.
+            write.may_defer = (together and self._finish is not None
+                               and writes_of_game[write.lock_key] == 1)
+        if self._prepare is not None and together:
+            self._prepare(cursor, ordered)
         for index in order:
             try:
                 outcomes[index] = (True, batch[index].run(cursor))
             except StoreError as refused:  # raised before the write changed anything
                 outcomes[index] = (False, refused)
+        if self._finish is not None and together:
+            self._finish(cursor, ordered)
         self._commit()
         return outcomes
 
     def _alone(self, write: Write[Any]) -> tuple[bool, Any]:
         """Run one write in its own transaction (after a batch failed)."""
         write.batched = NOT_READ  # what the failed batch read is gone with its transaction
+        write.may_defer, write.deferred = False, None
         try:
             return True, self._in_transaction(write.run)
         except StoreError as refused:

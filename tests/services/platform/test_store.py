@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -158,5 +159,109 @@ def test_postgres_batch_reads_every_head_at_once_and_each_append_keeps_its_outco
         assert seqs(store.load("g2")) == [1, 2, 3]
         assert seqs(store.load("g3")) == [1, 2, 3]
         assert seqs(store.load("g4")) == [1, 2]
+    finally:
+        store.close()
+
+
+def _queued_behind_a_held_write(
+    store: SqlEventStore, appends: Callable[[], dict[str, Any]]
+) -> dict[str, Any]:
+    """Queue ``appends()`` while the writer is inside another write, so that they form one
+    batch; return their futures once released."""
+    gate, holding = threading.Event(), threading.Event()
+
+    def hold(cursor: Any) -> bool:
+        holding.set()
+        return gate.wait(TIMEOUT)
+
+    blocked = store._writer.submit(Write(hold))
+    assert holding.wait(TIMEOUT)
+    futures = appends()
+    gate.set()
+    assert blocked.result(TIMEOUT)
+    return futures
+
+
+def _watch_finish(
+    store: SqlEventStore, change: Callable[[list[Any]], None] = lambda writes: None,
+) -> list[int]:
+    """Count what each batch's single write carries (after ``change`` alters the writes)."""
+    finish = store._writer._finish
+    assert finish is not None
+    carried: list[int] = []
+
+    def watched(cursor: Any, writes: list[Any]) -> None:
+        change(writes)
+        carried.append(sum(write.deferred is not None for write in writes))
+        finish(cursor, writes)
+
+    store._writer._finish = watched
+    return carried
+
+
+def test_postgres_batch_writes_all_its_appends_in_one_statement(pg_url: str) -> None:
+    # Each game's append in a batch leaves its rows to one statement at the end (a round trip
+    # per batch, not per append); a duplicate answers from what is stored and writes nothing.
+    store = SqlEventStore.open(pg_url)
+    try:
+        logs = {game_id: make_entries(1, 2) for game_id in ("b1", "b2", "b3")}
+        for game_id, log in logs.items():
+            store.create_game(game_id, HOKM, log, relayed=game_id == "b2")
+        seen = store.append("b3", continue_log(logs["b3"], 1), command_id="c1", sender="p1")
+        logs["b3"] += seen.entries
+        carried = _watch_finish(store)
+        nexts = {game_id: continue_log(log, 2) for game_id, log in logs.items()}
+        futures = _queued_behind_a_held_write(store, lambda: {
+            "b1": store.append_future("b1", nexts["b1"], command_id="c1", sender="p1"),
+            "b2": store.append_future("b2", nexts["b2"], command_id="c1", sender="p2",
+                                      relayed=True),
+            "b3": store.append_future("b3", nexts["b3"], command_id="c2", sender="p1"),
+            "b3 duplicate": store.append_future("b3", continue_log(logs["b3"], 1),
+                                                command_id="c1", sender="p1"),
+        })
+        for game_id in ("b1", "b2", "b3"):
+            assert futures[game_id].result(TIMEOUT) == AppendResult(nexts[game_id], False)
+        assert futures["b3 duplicate"].result(TIMEOUT) == AppendResult(seen.entries, True)
+        assert carried == [2]  # b1 and b2; b3, written twice in the batch, wrote itself
+        for game_id in ("b1", "b2", "b3"):
+            assert store.load(game_id) == logs[game_id] + nexts[game_id]
+            assert store.find_command(game_id, "p2" if game_id == "b2" else "p1",
+                                      "c1") is not None
+        unrelayed = {claim.game_id: claim for claim in store.claim_unrelayed()}
+        assert "b2" not in unrelayed  # published by its caller: the watermark moved with it
+        assert seqs(unrelayed["b1"].entries) == [1, 2, 3, 4]
+    finally:
+        store.close()
+
+
+def test_postgres_batch_whose_single_write_fails_runs_again_write_by_write(
+    pg_url: str,
+) -> None:
+    # The single statement finds a head elsewhere than the checks did (as when another process
+    # moved it): the batch rolls back and each append runs alone, with its own outcome.
+    store = SqlEventStore.open(pg_url)
+    try:
+        logs = {game_id: make_entries(1, 2) for game_id in ("r1", "r2")}
+        for game_id, log in logs.items():
+            store.create_game(game_id, HOKM, log)
+
+        def misplace_a_head(writes: list[Any]) -> None:
+            deferred = writes[0].deferred
+            game_id, last, last_hash, previous, relayed = deferred.move
+            writes[0].deferred = dataclasses.replace(
+                deferred, move=(game_id, last, last_hash, previous - 1, relayed))
+
+        carried = _watch_finish(store, misplace_a_head)
+        nexts = {game_id: continue_log(log, 1) for game_id, log in logs.items()}
+        futures = _queued_behind_a_held_write(store, lambda: {
+            game_id: store.append_future(game_id, nexts[game_id], command_id="c1",
+                                         sender="p1")
+            for game_id in logs
+        })
+        for game_id in logs:
+            assert futures[game_id].result(TIMEOUT) == AppendResult(nexts[game_id], False)
+            assert store.load(game_id) == logs[game_id] + nexts[game_id]
+            assert store.last_seq(game_id) == 3  # the head moved with the events
+        assert carried == [2]  # the batch tried once; the appends then wrote alone
     finally:
         store.close()
