@@ -93,9 +93,12 @@ def _spawn(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str],
     raise RuntimeError(f"{args} did not start")
 
 
-def _game_server(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+def _game_server(
+    env: dict[str, str], command: list[str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """``dast serve`` of the game service alone (or ``command`` run with its settings)."""
     return _spawn(
-        [sys.executable, "-m", "services.compose"],
+        command or [sys.executable, "-m", "services.compose"],
         {"DAST_LISTEN": "127.0.0.1:0", "DAST_JWT_SECRET": SECRET, "DAST_LOG_LEVEL": "warning",
          "DAST_SIGNING_KEY": SIGNING_KEY, "DAST_SERVICES": "game", **env},
     )

@@ -11,6 +11,10 @@ about the echo's CPU per call over the game server's. This bench measures the pa
   limits, request checks, the same GIL and garbage-collector settings) whose
   ``SubmitCommand`` answers a fixed reply: what a command costs before it does anything;
 - ``embedded_us``: the embedded game server (SQLite, in-process bus) per command;
+- ``memory_store_us``: the same server with its event store swapped for one that keeps the
+  log in memory and completes each write on the event loop: no thread, no SQL, nothing
+  durable. No store can cost less, so ``memory_store_vs_echo`` bounds what any work on the
+  store can bring ``embedded_vs_echo`` to;
 - ``in_process_us_lockstep`` / ``in_process_us_one``: ``SubmitCommand`` called without
   gRPC, 100 games in lock-step (about 100 commands per store transaction: the store's best
   case) and one game at a time (one command per transaction);
@@ -37,7 +41,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from subprocess import Popen
 from typing import Any
@@ -67,11 +71,12 @@ from services.platform.bus import InProcessBus
 from services.platform.logging import configure_logging
 from services.platform.metrics import game_metrics
 from services.platform.server import bind, make_server
-from services.platform.store import open_store
+from services.platform.store import AppendResult, LogEntry, MemoryEventStore, open_store
 
 ECHO_SERVER = [sys.executable, str(Path(__file__).resolve().parent / "game_service.py"),
                "--echo-server"]
 STACK_SERVER = [sys.executable, __file__, "--stack-server"]
+MEMORY_STORE_SERVER = [sys.executable, __file__, "--memory-store-server"]
 
 
 # ---- the fixed-reply server ---------------------------------------------------------
@@ -115,6 +120,36 @@ async def _stack_server() -> None:
     gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     print(f"stack listening on 127.0.0.1:{port}", flush=True)
     await server.wait_for_termination()
+
+
+# ---- the server without a durable store ---------------------------------------------
+
+
+class LoopMemoryStore(MemoryEventStore):
+    """The in-memory event store, its writes completed on the event loop when awaited (the
+    game repository then never hands a write to a thread)."""
+
+    async def create_game_async(
+        self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False,
+        spectators_allowed: bool = True,
+    ) -> None:
+        self.create_game(game_id, game_type, entries, relayed=relayed,
+                         spectators_allowed=spectators_allowed)
+
+    async def append_async(
+        self, game_id: str, entries: Sequence[LogEntry], *, command_id: str | None,
+        sender: str | None = None, relayed: bool = False,
+    ) -> AppendResult:
+        return self.append(game_id, entries, command_id=command_id, sender=sender,
+                           relayed=relayed)
+
+
+def _memory_store_server() -> None:
+    """``dast serve`` as the embedded game server runs it, on :class:`LoopMemoryStore`."""
+    import services.compose as compose
+
+    compose.open_store = lambda url: LoopMemoryStore()  # type: ignore[attr-defined]
+    compose.main()
 
 
 # ---- measuring ----------------------------------------------------------------------
@@ -206,6 +241,8 @@ def run(games: int, seconds: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as data_dir:
         measured["embedded"] = _over_grpc(
             _game_server({"DAST_DATA_DIR": data_dir}), commands, seconds)
+        measured["memory_store"] = _over_grpc(
+            _game_server({"DAST_DATA_DIR": data_dir}, MEMORY_STORE_SERVER), commands, seconds)
     for name, values in measured.items():
         figures.update({f"{name}_{key}": value for key, value in values.items()})
     configure_logging("warning")
@@ -216,6 +253,8 @@ def run(games: int, seconds: float) -> dict[str, Any]:
                 asyncio.run(_in_process(count, seconds, data_dir)), 1)
     figures["embedded_vs_echo"] = round(figures["embedded_rps"] / figures["echo_rps"], 3)
     figures["stack_vs_echo"] = round(figures["stack_rps"] / figures["echo_rps"], 3)
+    figures["memory_store_vs_echo"] = round(
+        figures["memory_store_rps"] / figures["echo_rps"], 3)
     figures["predicted_vs_echo"] = round(
         figures["echo_us"] / (figures["stack_us"] + figures["in_process_us_one"]), 3)
     figures["ceiling_vs_echo"] = round(
@@ -229,9 +268,13 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--stack-server", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--memory-store-server", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.stack_server:
         asyncio.run(_stack_server())
+        return
+    if args.memory_store_server:
+        _memory_store_server()
         return
     result = run(args.games, args.seconds)
     print_figures(result, as_json=args.json, width=24)

@@ -27,6 +27,10 @@ One run measures, every server in its own process and every client apart from th
   (not pinned: one replica per machine); ``*_2_replicas`` the same spread over the two
   pinned replicas.
 
+Every command run starts with ``--warmup`` seconds of the same play, untimed, so that what is
+timed is a serving replica's, not a cold start's (its first connections to PostgreSQL and
+NATS, statements prepared, code paths first taken).
+
 Usage: ``python bench/scale.py --json [--streams 10000] [--connections 200]``
 """
 
@@ -516,16 +520,24 @@ class CommandFigures:
 
 async def _drive(
     servers: Sequence[Server], games: int, seconds: float, interval: float,
-    scripts: Sequence[Any], meter: CpuMeter,
+    scripts: Sequence[Any], meter: CpuMeter, warmup: float = 0.0,
 ) -> tuple[Samples, float]:
     """Play ``games`` games (game n on replica n mod count) for ``seconds``; the CPU meter
-    runs exactly while they play."""
+    runs exactly while they play. ``warmup`` seconds of the same play come first, untimed
+    (their own games): the replicas' connections, prepared statements and caches are then
+    warm, as a serving replica's are, instead of the first second's calls paying for them."""
     metadata = (("authorization", f"Bearer {mint_token(SECRET, 'bench', Role.ADMIN)}"),)
     channels = [grpc.aio.insecure_channel(server.address) for server in servers]
     try:
         stubs = [game_pb2_grpc.GameServiceStub(channel) for channel in channels]
         for stub in stubs:  # connected before timing
             await stub.GetSigningKey(game_pb2.GetSigningKeyRequest(), metadata=metadata)
+        if warmup:
+            await asyncio.gather(*(
+                _play(stubs[n % len(stubs)], metadata, n, time.perf_counter() + warmup,
+                      Samples(), interval, uuid.uuid4().hex[:12], games, scripts[n])
+                for n in range(games)
+            ))
         samples = Samples()
         tag = uuid.uuid4().hex[:12]
         meter.start()
@@ -552,7 +564,7 @@ def _commands(
         meter = CpuMeter([server.pid for server in servers], args.database_url)
         interval = args.games / rate if rate else 0.0
         samples, elapsed = asyncio.run(
-            _drive(servers, args.games, args.seconds, interval, scripts, meter)
+            _drive(servers, args.games, args.seconds, interval, scripts, meter, args.warmup)
         )
     finally:
         for server in servers:
@@ -657,6 +669,8 @@ def main() -> None:
                         help="seconds between the events fanned out")
     parser.add_argument("--games", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--warmup", type=float, default=2.0,
+                        help="seconds of untimed play before each timed command run")
     parser.add_argument("--rate", type=float, default=1000.0,
                         help="commands/s offered for p50/p99_ms_at_1000")
     parser.add_argument("--database-url", default=os.environ.get(

@@ -339,6 +339,8 @@ class _MemoryGame:
     relayed_seq: int = 0
     lease_until_ms: int = 0
     spectators_allowed: bool = True
+    chain_key: bytes | None = None
+    """The key of the game's chain hashes, once its first event is stored."""
 
     @property
     def last_seq(self) -> int:
@@ -372,7 +374,8 @@ class MemoryEventStore:
                 raise GameExists(f"game {game_id} exists")
             check_continuation(game_id, 0, GENESIS_HASH, entries)
             game = _MemoryGame(
-                game_type, copy_entries(entries), spectators_allowed=spectators_allowed
+                game_type, copy_entries(entries), spectators_allowed=spectators_allowed,
+                chain_key=log_chain_key(entries[0].event) if entries else None,
             )
             if relayed:
                 game.relayed_seq = game.last_seq
@@ -396,8 +399,9 @@ class MemoryEventStore:
                 return AppendResult(copy_entries(game.entries[first - 1 : last]), duplicate=True)
             if not entries:
                 raise InvalidEntries(f"game {game_id}: a command must append at least one event")
-            key = log_chain_key(game.entries[0].event) if game.entries else None
-            check_continuation(game_id, game.last_seq, game.last_hash, entries, key)
+            check_continuation(game_id, game.last_seq, game.last_hash, entries, game.chain_key)
+            if game.chain_key is None:
+                game.chain_key = log_chain_key(entries[0].event)
             caught_up = game.relayed_seq >= game.last_seq
             game.entries.extend(copy_entries(entries))
             if relayed and caught_up:
