@@ -532,21 +532,21 @@ async def _drive(
         stubs = [game_pb2_grpc.GameServiceStub(channel) for channel in channels]
         for stub in stubs:  # connected before timing
             await stub.GetSigningKey(game_pb2.GetSigningKeyRequest(), metadata=metadata)
-        if warmup:
+
+        async def play_all(stop: float, samples: Samples) -> None:
+            tag = uuid.uuid4().hex[:12]  # new games each time
             await asyncio.gather(*(
-                _play(stubs[n % len(stubs)], metadata, n, time.perf_counter() + warmup,
-                      Samples(), interval, uuid.uuid4().hex[:12], games, scripts[n])
+                _play(stubs[n % len(stubs)], metadata, n, stop, samples, interval, tag, games,
+                      scripts[n])
                 for n in range(games)
             ))
+
+        if warmup:
+            await play_all(time.perf_counter() + warmup, Samples())
         samples = Samples()
-        tag = uuid.uuid4().hex[:12]
         meter.start()
         started = time.perf_counter()
-        await asyncio.gather(*(
-            _play(stubs[n % len(stubs)], metadata, n, started + seconds, samples, interval,
-                  tag, games, scripts[n])
-            for n in range(games)
-        ))
+        await play_all(started + seconds, samples)
         elapsed = time.perf_counter() - started
         meter.stop()
         return samples, elapsed

@@ -214,9 +214,7 @@ class Statements:
         commands = [append.command for append in deferred if append.command]
         moves = [append.move for append in deferred]
         cursor.execute(_BATCH_APPEND, (
-            *(list(column) for column in zip(*rows, strict=True)),
-            *(list(column) for column in _columns(commands, 5)),
-            *(list(column) for column in zip(*moves, strict=True)),
+            *_columns(rows, 7), *_columns(commands, 5), *_columns(moves, 5),
         ))
         row = cursor.fetchone()
         if row is None or row[0] != len(moves):
@@ -240,9 +238,11 @@ class Statements:
         return AppendResult(self.entries_between(cursor, game_id, row[0] - 1, row[1]), True)
 
 
-def _columns(rows: list[tuple[object, ...]], width: int) -> list[tuple[object, ...]]:
-    """``rows`` turned into ``width`` columns (empty ones when there are no rows)."""
-    return list(zip(*rows, strict=True)) if rows else [()] * width
+def _columns(rows: Sequence[tuple[object, ...]], width: int) -> list[list[object]]:
+    """``rows`` of ``width`` values turned into ``width`` arrays (empty without rows)."""
+    if not rows:
+        return [[] for _ in range(width)]
+    return [list(column) for column in zip(*rows, strict=True)]
 
 
 def _event_rows(

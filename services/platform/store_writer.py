@@ -316,13 +316,13 @@ class GroupWriter:
         order = sorted(range(len(batch)), key=lambda i: batch[i].lock_key)
         ordered = [batch[index] for index in order]
         together = len(batch) > 1
-        writes_of_game = collections.Counter(write.lock_key for write in batch)
+        finish = self._finish if together else None
+        # A game written twice must see its first write before the second one's checks.
+        writes_of_game = collections.Counter(write.lock_key for write in batch) if finish else {}
         for write in batch:
             write.batched = NOT_READ
             write.deferred = None
-            # A game written twice must see its first write before the second one's checks.
-            write.may_defer = (together and self._finish is not None
-                               and writes_of_game[write.lock_key] == 1)
+            write.may_defer = finish is not None and writes_of_game[write.lock_key] == 1
         if self._prepare is not None and together:
             self._prepare(cursor, ordered)
         for index in order:
@@ -330,8 +330,8 @@ class GroupWriter:
                 outcomes[index] = (True, batch[index].run(cursor))
             except StoreError as refused:  # raised before the write changed anything
                 outcomes[index] = (False, refused)
-        if self._finish is not None and together:
-            self._finish(cursor, ordered)
+        if finish is not None:
+            finish(cursor, ordered)
         self._commit()
         return outcomes
 
