@@ -25,7 +25,9 @@ One run measures, every server in its own process and every client apart from th
 - **Latency at 1,000 commands/s** (``p50_ms_at_1000``, ``p99_ms_at_1000``): the games
   together offer ``--rate`` commands a second on fixed schedules (open loop) to one replica
   (not pinned: one replica per machine); ``*_2_replicas`` the same spread over the two
-  pinned replicas.
+  pinned replicas. ``us_per_command_at_1000`` is the CPU each kind of process (the replica,
+  PostgreSQL, nats-server) spent per command in the one-replica run: at a fixed offered load,
+  unlike the closed loops' figures, it compares two versions of the code directly.
 
 Every command run starts with ``--warmup`` seconds of the same play, untimed, so that what is
 timed is a serving replica's, not a cold start's (its first connections to PostgreSQL and
@@ -579,6 +581,15 @@ def _commands(
     )
 
 
+def _cpu_per_command(figures: CommandFigures, seconds: float) -> dict[str, float]:
+    """CPU microseconds per command of each kind of process (the paced runs: the same
+    offered load whatever the code, so these compare across versions)."""
+    commands = figures.rps * seconds
+    return {"replica": round(figures.cpu.replicas / commands * 1e6, 1),
+            "postgres": round(figures.cpu.postgres / commands * 1e6, 1),
+            "nats": round(figures.cpu.nats / commands * 1e6, 1)}
+
+
 def _per_cpu_second(figures: CommandFigures, seconds: float) -> float:
     return figures.rps * seconds / figures.cpu.total if figures.cpu.total else float("nan")
 
@@ -649,6 +660,7 @@ def _command_figures(args: argparse.Namespace, pinned: list[int]) -> dict[str, A
         p50_ms_at_1000=paced.p50_ms,
         p99_ms_at_1000=paced.p99_ms,
         paced_rps=paced.rps,
+        us_per_command_at_1000=_cpu_per_command(paced, args.seconds),
         p50_ms_at_1000_2_replicas=paced_two.p50_ms,
         p99_ms_at_1000_2_replicas=paced_two.p99_ms,
         paced_rps_2_replicas=paced_two.rps,

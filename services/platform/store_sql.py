@@ -13,7 +13,9 @@ the writes queued meanwhile together (group commit). An append is one read of th
 head (with the command's earlier result, if any; ``FOR UPDATE`` on PostgreSQL) and three
 writes: the events (one ``executemany``), the command, and the head moved under an
 ``last_seq`` guard; on PostgreSQL the three writes are one statement and a batch reads the
-heads of all its appends in one statement. Reads and the relay's outbox go through SQLAlchemy Core.
+heads of all its appends in one statement. Reads go through SQLAlchemy Core, and so does the
+relay's outbox on SQLite; on PostgreSQL the relay's steps are one statement each, on a
+connection of their own (:mod:`services.platform.store_outbox_pg`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from sqlalchemy import (
     create_engine,
     event,
     select,
-    text,
     update,
 )
 from sqlalchemy.engine import make_url
@@ -52,6 +53,7 @@ from services.platform.store import (
     check_continuation,
     command_key,
 )
+from services.platform.store_outbox_pg import PostgresOutbox
 from services.platform.store_sql_writes import Statements, append_write, create_write, entry_of
 from services.platform.store_writer import Cursor, GroupWriter
 
@@ -60,35 +62,6 @@ EVENTS = EventRow.__table__  # type: ignore[attr-defined]
 COMMANDS = CommandRow.__table__  # type: ignore[attr-defined]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
-
-# One statement both picks and leases games, skipping rows another relay has locked, so that
-# concurrent replicas split the backlog instead of publishing the same events twice.
-# RETURNING shows the new lease: the previous one (was that claim interrupted?) comes from
-# the locking subquery.
-_CLAIM_POSTGRES = text(
-    """
-    UPDATE games SET relay_lease_until_ms = :until
-    FROM (
-        SELECT game_id AS claimed_id, relay_lease_until_ms AS previous_lease FROM games
-        WHERE relayed_seq < last_seq AND relay_lease_until_ms <= :now
-        ORDER BY game_id LIMIT :max_games
-        FOR UPDATE SKIP LOCKED) AS claimed
-    WHERE games.game_id = claimed.claimed_id
-    RETURNING games.game_id, games.game_type, games.relayed_seq, claimed.previous_lease
-    """
-)
-
-# The claimed games' events after each one's watermark, in (game_id, seq) order.
-_UNRELAYED_POSTGRES = text(
-    """
-    SELECT e.game_id, e.event, e.hash
-    FROM unnest(CAST(:ids AS text[]), CAST(:after AS bigint[])) AS claimed(game_id, after_seq)
-    JOIN events e ON e.game_id = claimed.game_id
-        AND e.seq > claimed.after_seq AND e.seq <= claimed.after_seq + :max_events
-    ORDER BY e.game_id, e.seq
-    """
-)
-
 
 def _entry(event_bytes: bytes, hash_: bytes) -> LogEntry:
     return entry_of(event_bytes, hash_)
@@ -167,6 +140,7 @@ class SqlEventStore:
             prepare=self._sql.read_heads if self._sql.batch_heads else None,
             finish=self._sql.finish if self._sql.batch_writes else None,
         )
+        self._outbox = PostgresOutbox(engine.raw_connection) if self._is_postgres else None
 
     @classmethod
     def open(cls, url: str | None) -> SqlEventStore:
@@ -338,81 +312,59 @@ class SqlEventStore:
     def close(self) -> None:
         """Finish queued writes, then dispose of the connection pool."""
         self._writer.close()
+        if self._outbox is not None:
+            self._outbox.close()
         self._engine.dispose()
 
     def claim_unrelayed(
         self, *, max_games: int = 100, max_events: int = 500, lease_ms: int = RELAY_LEASE_MS
     ) -> list[Unrelayed]:
         """See :meth:`OutboxStore.claim_unrelayed`."""
+        if self._outbox is not None:
+            return self._outbox.claim_unrelayed(
+                max_games=max_games, max_events=max_events, lease_ms=lease_ms)
         now = now_ms()
         with self._transaction() as connection:
-            if self._is_postgres:
-                params = {"until": now + lease_ms, "now": now, "max_games": max_games}
-                games = list(connection.execute(_CLAIM_POSTGRES, params))
-                games.sort(key=lambda game: str(game.game_id))
-            else:
-                games = list(
-                    connection.execute(
-                        select(
-                            GAMES.c.game_id,
-                            GAMES.c.game_type,
-                            GAMES.c.relayed_seq,
-                            GAMES.c.relay_lease_until_ms.label("previous_lease"),
-                        )
-                        .where(
-                            GAMES.c.relayed_seq < GAMES.c.last_seq,
-                            GAMES.c.relay_lease_until_ms <= now,
-                        )
-                        .order_by(GAMES.c.game_id)
-                        .limit(max_games)
+            games = list(
+                connection.execute(
+                    select(
+                        GAMES.c.game_id,
+                        GAMES.c.game_type,
+                        GAMES.c.relayed_seq,
+                        GAMES.c.relay_lease_until_ms.label("previous_lease"),
                     )
+                    .where(
+                        GAMES.c.relayed_seq < GAMES.c.last_seq,
+                        GAMES.c.relay_lease_until_ms <= now,
+                    )
+                    .order_by(GAMES.c.game_id)
+                    .limit(max_games)
                 )
-                if games:
-                    connection.execute(
-                        update(GAMES)
-                        .where(GAMES.c.game_id.in_([game.game_id for game in games]))
-                        .values(relay_lease_until_ms=now + lease_ms)
-                    )
-            if not self._is_postgres:
-                return [
-                    Unrelayed(
-                        game.game_id,
-                        game.game_type,
-                        self._select_entries(
-                            connection, game.game_id, game.relayed_seq,
-                            game.relayed_seq + max_events,
-                        ),
-                        interrupted=game.previous_lease != 0,
-                    )
-                    for game in games
-                ]
-        if not games:
-            return []
-        # PostgreSQL: the claim's transaction held the claimed games' rows, which every append
-        # to them waits for; the lease now keeps other relays off, so read the events after
-        # the commit, all games in one query.
-        pending: dict[str, list[LogEntry]] = {game.game_id: [] for game in games}
-        with self._engine.connect() as connection:
-            rows = connection.execute(
-                _UNRELAYED_POSTGRES,
-                {
-                    "ids": [game.game_id for game in games],
-                    "after": [game.relayed_seq for game in games],
-                    "max_events": max_events,
-                },
             )
-            for row in rows:
-                pending[row.game_id].append(_entry(row.event, row.hash))
-        return [
-            Unrelayed(
-                game.game_id, game.game_type, pending[game.game_id],
-                interrupted=game.previous_lease != 0,
-            )
-            for game in games
-        ]
+            if games:
+                connection.execute(
+                    update(GAMES)
+                    .where(GAMES.c.game_id.in_([game.game_id for game in games]))
+                    .values(relay_lease_until_ms=now + lease_ms)
+                )
+            return [
+                Unrelayed(
+                    game.game_id,
+                    game.game_type,
+                    self._select_entries(
+                        connection, game.game_id, game.relayed_seq,
+                        game.relayed_seq + max_events,
+                    ),
+                    interrupted=game.previous_lease != 0,
+                )
+                for game in games
+            ]
 
     def mark_relayed(self, game_id: str, seq: int) -> None:
         """See :meth:`OutboxStore.mark_relayed`."""
+        if self._outbox is not None:
+            self._outbox.mark_relayed_many([(game_id, seq)])
+            return
         with self._transaction() as connection:
             connection.execute(
                 update(GAMES)
@@ -422,6 +374,9 @@ class SqlEventStore:
 
     def mark_relayed_many(self, marks: Sequence[tuple[str, int]]) -> None:
         """See :meth:`OutboxStore.mark_relayed_many`."""
+        if self._outbox is not None:
+            self._outbox.mark_relayed_many(marks)
+            return
         if not marks:
             return
         with self._transaction() as connection:
@@ -438,6 +393,9 @@ class SqlEventStore:
 
     def release(self, game_ids: Sequence[str], *, interrupted: bool = False) -> None:
         """See :meth:`OutboxStore.release`."""
+        if self._outbox is not None:
+            self._outbox.release(game_ids, interrupted=interrupted)
+            return
         if not game_ids:
             return
         with self._transaction() as connection:
@@ -449,6 +407,9 @@ class SqlEventStore:
 
     def renew_claims(self, game_ids: Sequence[str], *, lease_ms: int = RELAY_LEASE_MS) -> None:
         """See :meth:`OutboxStore.renew_claims`."""
+        if self._outbox is not None:
+            self._outbox.renew_claims(game_ids, lease_ms=lease_ms)
+            return
         if not game_ids:
             return
         now = now_ms()

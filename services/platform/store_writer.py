@@ -104,6 +104,19 @@ class Write(Generic[T]):
         """The loop owning ``future`` when it is an asyncio future."""
 
 
+def let_go(connection: Any, *, invalidate: bool) -> None:
+    """Hand a kept DBAPI connection (a pool proxy) back: closed, or, after a failure,
+    invalidated so that the pool never lends it again. Its own errors are ignored: it may
+    be dead already."""
+    if connection is None:
+        return
+    with contextlib.suppress(Exception):
+        if invalidate:
+            connection.invalidate()
+        else:
+            connection.close()
+
+
 def _settle(outcomes: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
     """Complete a batch's asyncio futures (runs on their loop)."""
     for future, ok, value in outcomes:
@@ -247,13 +260,7 @@ class GroupWriter:
 
     def _drop_connection(self, *, invalidate: bool) -> None:
         connection, self._connection = self._connection, None
-        if connection is None:
-            return
-        with contextlib.suppress(Exception):
-            if invalidate:
-                connection.invalidate()
-            else:
-                connection.close()
+        let_go(connection, invalidate=invalidate)
 
     def _transaction_start(self, cursor: Cursor) -> None:
         if self._begin is not None:
