@@ -111,6 +111,9 @@ def _game_server(
 class Samples:
     latencies: list[float] = field(default_factory=list)
     errors: int = 0
+    since: float = 0.0
+    """Calls started before this ``time.perf_counter()`` are played but not recorded (a
+    warm-up in the same play); errors are counted whenever they happen."""
 
     def summary(self, seconds: float) -> tuple[float, float]:
         ordered = sorted(self.latencies)
@@ -197,7 +200,8 @@ async def _play(
             except grpc.aio.AioRpcError:
                 samples.errors += 1
                 break
-            samples.latencies.append(time.perf_counter() - started)
+            if started >= samples.since:
+                samples.latencies.append(time.perf_counter() - started)
 
 
 async def _run_game(

@@ -31,7 +31,10 @@ One run measures, every server in its own process and every client apart from th
 
 Every command run starts with ``--warmup`` seconds of the same play, untimed, so that what is
 timed is a serving replica's, not a cold start's (its first connections to PostgreSQL and
-NATS, statements prepared, code paths first taken).
+NATS, statements prepared, code paths first taken), and the timed window continues the games
+the warm-up started: a match lasts longer than a run of the default length, so no game is
+created in it, as in a
+server whose games start a few a second, not a hundred at once.
 
 Usage: ``python bench/scale.py --json [--streams 10000] [--connections 200]``
 """
@@ -525,9 +528,11 @@ async def _drive(
     scripts: Sequence[Any], meter: CpuMeter, warmup: float = 0.0,
 ) -> tuple[Samples, float]:
     """Play ``games`` games (game n on replica n mod count) for ``seconds``; the CPU meter
-    runs exactly while they play. ``warmup`` seconds of the same play come first, untimed
-    (their own games): the replicas' connections, prepared statements and caches are then
-    warm, as a serving replica's are, instead of the first second's calls paying for them."""
+    runs exactly while they play. ``warmup`` seconds of the same play come first, untimed:
+    the replicas' connections, prepared statements and caches are then warm, as a serving
+    replica's are, and the timed calls continue the games already under way. (Started anew,
+    all the games' creations and first commands would come at once, in the first interval:
+    a burst the stated rate does not contain, which alone made the p99.)"""
     metadata = (("authorization", f"Bearer {mint_token(SECRET, 'bench', Role.ADMIN)}"),)
     channels = [grpc.aio.insecure_channel(server.address) for server in servers]
     try:
@@ -535,22 +540,22 @@ async def _drive(
         for stub in stubs:  # connected before timing
             await stub.GetSigningKey(game_pb2.GetSigningKeyRequest(), metadata=metadata)
 
-        async def play_all(stop: float, samples: Samples) -> None:
-            tag = uuid.uuid4().hex[:12]  # new games each time
-            await asyncio.gather(*(
-                _play(stubs[n % len(stubs)], metadata, n, stop, samples, interval, tag, games,
-                      scripts[n])
-                for n in range(games)
-            ))
-
-        if warmup:
-            await play_all(time.perf_counter() + warmup, Samples())
-        samples = Samples()
-        meter.start()
-        started = time.perf_counter()
-        await play_all(started + seconds, samples)
-        elapsed = time.perf_counter() - started
-        meter.stop()
+        tag = uuid.uuid4().hex[:12]  # games of their own
+        samples = Samples(since=time.perf_counter() + warmup)
+        play = asyncio.ensure_future(asyncio.gather(*(
+            _play(stubs[n % len(stubs)], metadata, n, samples.since + seconds, samples,
+                  interval, tag, games, scripts[n])
+            for n in range(games)
+        )))
+        try:
+            await asyncio.sleep(max(0.0, samples.since - time.perf_counter()))
+            meter.start()
+            started = time.perf_counter()
+            await play
+            elapsed = time.perf_counter() - started
+            meter.stop()
+        finally:
+            play.cancel()
         return samples, elapsed
     finally:
         for channel in channels:
