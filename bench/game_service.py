@@ -16,7 +16,8 @@ One run measures, with ``--games`` games in flight (one client coroutine per gam
   sends on its own fixed schedule whatever the replies (the schedule only slips when a
   reply takes longer than the game's interval), so these are open-loop figures at a stated
   rate; ``*_paced_rps`` checks that the rate was really offered;
-- ``pg_nats_*``: the same through PostgreSQL and NATS (``--database-url``, ``--nats-url``;
+- ``pg_nats_*``: the same through PostgreSQL and NATS (``--database-url``, ``--nats-url``, in
+  a schema and a stream of the run's own, ``bench/places.py``;
   ``null`` figures when unreachable).
 
 Every server runs in its own process. Before timing, the client works out every game's
@@ -49,6 +50,7 @@ import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
 
+from bench.places import fresh_place
 from bench.report import print_figures
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2, log_pb2
 from engine import hokm
@@ -288,8 +290,9 @@ def run(
             _measure("embedded", {"DAST_DATA_DIR": data_dir}, games, seconds, rate, high_rate)
         )
     if _reachable(database_url, 5432) and _reachable(nats_url, 4222):
-        env = {"DAST_DATABASE_URL": database_url, "DAST_NATS_URL": nats_url}
-        result.update(_measure("pg_nats", env, games, seconds, rate, high_rate))
+        with fresh_place(database_url, nats_url) as place:
+            env = {**place.env(), "DAST_NATS_URL": nats_url}
+            result.update(_measure("pg_nats", env, games, seconds, rate, high_rate))
     else:
         result.update(pg_nats_rps=None, pg_nats_p99_ms=None)
     result["embedded_vs_echo"] = round(result["embedded_rps"] / result["echo_rps"], 3)

@@ -36,6 +36,9 @@ the warm-up started: a match lasts longer than a run of the default length, so n
 created in it, as in a
 server whose games start a few a second, not a hundred at once.
 
+Each run keeps its data in a PostgreSQL schema and a JetStream stream of its own, dropped
+when it ends (``bench/places.py``): figures do not depend on what earlier runs left.
+
 Usage: ``python bench/scale.py --json [--streams 10000] [--connections 200]``
 """
 
@@ -64,6 +67,7 @@ import grpc
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
 
 from bench.game_service import SECRET, SIGNING_KEY, Samples, _play, _reachable, _script, _setup
+from bench.places import Place, fresh_place
 from bench.report import print_figures
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, log_pb2
 from services.platform.auth import Role, mint_token
@@ -135,12 +139,13 @@ APPLICATION_NAME: Final = f"dast-scale-{os.getpid()}"
 from those of anything else using the server meanwhile."""
 
 
-def _game_server(database_url: str, nats_url: str, cpu: int | None = None) -> Server:
+def _game_server(place: Place, nats_url: str, cpu: int | None = None) -> Server:
+    database_url = place.database_url
     separator = "&" if "?" in database_url else "?"
     return _spawn(
         [sys.executable, "-m", "services.compose"],
         {"DAST_LISTEN": "127.0.0.1:0", "DAST_JWT_SECRET": SECRET, "DAST_LOG_LEVEL": "warning",
-         "DAST_SIGNING_KEY": SIGNING_KEY, "DAST_SERVICES": "game",
+         "DAST_SIGNING_KEY": SIGNING_KEY, "DAST_SERVICES": "game", **place.env(),
          "DAST_DATABASE_URL": f"{database_url}{separator}application_name={APPLICATION_NAME}",
          "DAST_NATS_URL": nats_url},
         cpu,
@@ -478,7 +483,7 @@ def _bare_streams(args: argparse.Namespace) -> StreamFigures:
 
 
 def _dast_streams(args: argparse.Namespace) -> StreamFigures:
-    server = _game_server(args.database_url, args.nats_url)
+    server = _game_server(args.place, args.nats_url)
     admin = (("authorization", f"Bearer {mint_token(SECRET, 'bench', Role.ADMIN)}"),)
     try:
         channel = grpc.insecure_channel(server.address)
@@ -566,7 +571,7 @@ def _commands(
     args: argparse.Namespace, cpus: Sequence[int | None], scripts: Sequence[Any],
     rate: float | None = None,
 ) -> CommandFigures:
-    servers = [_game_server(args.database_url, args.nats_url, cpu) for cpu in cpus]
+    servers = [_game_server(args.place, args.nats_url, cpu) for cpu in cpus]
     try:
         meter = CpuMeter([server.pid for server in servers], args.database_url)
         interval = args.games / rate if rate else 0.0
@@ -614,10 +619,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "events": args.events, "games": args.games, "seconds": args.seconds,
         "rate": args.rate, "cores": len(cores),
     }
-    if args.only in (None, "streams"):
-        result.update(_stream_figures(args))
-    if args.only in (None, "commands"):
-        result.update(_command_figures(args, [cores[0], cores[1 % len(cores)]]))
+    with fresh_place(args.database_url, args.nats_url) as place:
+        args.place = place
+        if args.only in (None, "streams"):
+            result.update(_stream_figures(args))
+        if args.only in (None, "commands"):
+            result.update(_command_figures(args, [cores[0], cores[1 % len(cores)]]))
     return result
 
 
