@@ -27,6 +27,13 @@ async def _published(relay: RelayThread, count: int) -> None:
         await asyncio.sleep(0.01)
 
 
+async def _marked(store: MemoryEventStore, game_id: str, seq: int) -> None:
+    """Until the relay recorded ``seq`` as relayed: its ack comes first, and a relay cancelled
+    between the two rightly leaves the claim interrupted instead."""
+    while store._games[game_id].relayed_seq < seq:
+        await asyncio.sleep(0.01)
+
+
 async def test_a_relay_thread_publishes_each_append_once_and_stops_when_cancelled(
     nats_url: str, nats_names: NatsNames, nats_bus_factory: Callable[..., Any]
 ) -> None:
@@ -55,8 +62,10 @@ async def test_a_relay_thread_publishes_each_append_once_and_stops_when_cancelle
             relay.notify()
             relay.notify()  # a second wake-up before the first is served costs nothing
             assert seqs(await asyncio.wait_for(_take(live, 1), TIMEOUT)) == [3]
-        # Subscribers see an event before the relay has JetStream's ack: wait for the ack.
+        # Subscribers see an event before the relay has JetStream's ack: wait for the ack,
+        # then for the mark that follows it.
         await asyncio.wait_for(_published(relay, 3), TIMEOUT)
+        await asyncio.wait_for(_marked(store, "g1", 3), TIMEOUT)
     finally:
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
