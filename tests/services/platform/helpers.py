@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from dast.v1 import log_pb2
 from engine.core.chain import GENESIS_HASH, chain_entries, chain_key
+from services.platform.store import MemoryEventStore
 
 HOKM = 1  # dast.v1.GameType.GAME_TYPE_HOKM
 
@@ -32,3 +34,11 @@ def continue_log(
 def seqs(entries: Sequence[log_pb2.LogEntry]) -> list[int]:
     """The seqs of some entries, for readable assertions."""
     return [entry.event.seq for entry in entries]
+
+
+async def marked(store: MemoryEventStore, game_id: str, seq: int) -> None:
+    """Until a relay recorded ``seq`` of the game as relayed. Its subscribers see an event,
+    and JetStream acks it, before the relay writes the mark; a relay stopped between the two
+    rightly leaves its claim interrupted instead."""
+    while store._games[game_id].relayed_seq < seq:
+        await asyncio.sleep(0.01)

@@ -12,7 +12,7 @@ import pytest
 from services.platform.bus import InProcessBus, LogEntry
 from services.platform.relay import Relay
 from services.platform.store import RELAY_LEASE_MS, MemoryEventStore, OutboxStore, open_store
-from tests.services.platform.helpers import HOKM, continue_log, make_entries, seqs
+from tests.services.platform.helpers import HOKM, continue_log, make_entries, marked, seqs
 
 TIMEOUT = 10.0
 
@@ -56,6 +56,7 @@ async def test_notify_publishes_an_append_at_once(
         store.append("g1", continue_log(log, 1), command_id="c", sender="p1")
         relay.notify()
         assert seqs(await asyncio.wait_for(_take(live, 1), 2.0)) == [3]
+    await asyncio.wait_for(marked(store, "g1", 3), 2.0)
     assert store.claim_unrelayed() == []
 
 

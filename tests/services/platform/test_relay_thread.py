@@ -13,7 +13,7 @@ from services.platform.bus_nats import NatsBus
 from services.platform.relay import RelayThread
 from services.platform.store import MemoryEventStore
 from tests.conftest import NatsNames
-from tests.services.platform.helpers import HOKM, continue_log, make_entries, seqs
+from tests.services.platform.helpers import HOKM, continue_log, make_entries, marked, seqs
 
 TIMEOUT = 10.0
 
@@ -24,13 +24,6 @@ async def _take(live: LiveStream, count: int) -> list[Any]:
 
 async def _published(relay: RelayThread, count: int) -> None:
     while relay.relay is None or relay.relay.published_events < count:
-        await asyncio.sleep(0.01)
-
-
-async def _marked(store: MemoryEventStore, game_id: str, seq: int) -> None:
-    """Until the relay recorded ``seq`` as relayed: its ack comes first, and a relay cancelled
-    between the two rightly leaves the claim interrupted instead."""
-    while store._games[game_id].relayed_seq < seq:
         await asyncio.sleep(0.01)
 
 
@@ -65,7 +58,7 @@ async def test_a_relay_thread_publishes_each_append_once_and_stops_when_cancelle
         # Subscribers see an event before the relay has JetStream's ack: wait for the ack,
         # then for the mark that follows it.
         await asyncio.wait_for(_published(relay, 3), TIMEOUT)
-        await asyncio.wait_for(_marked(store, "g1", 3), TIMEOUT)
+        await asyncio.wait_for(marked(store, "g1", 3), TIMEOUT)
     finally:
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
