@@ -24,7 +24,6 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.places import fresh_schema
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2
 from services.compose import StackOptions, running_stack
 from services.platform.auth import Role, mint_token
@@ -93,24 +93,6 @@ async def embedded(matches: int, tables: int, target: int) -> float:
             return await _play(run.address, run.stack.bus, matches, tables, target)
 
 
-@contextlib.contextmanager
-def _schema(database_url: str) -> Iterator[str]:
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    schema = f"bench_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as db:
-        db.execute(text(f'CREATE SCHEMA "{schema}"'))
-    url = make_url(database_url).update_query_dict({"options": f"-csearch_path={schema}"})
-    try:
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as db:
-            db.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
-
-
 async def pg_nats(matches: int, tables: int, target: int) -> float:
     """Matches per minute on PostgreSQL and NATS JetStream."""
     database_url = os.environ.get("DAST_TEST_DATABASE_URL", DEFAULT_DATABASE_URL)
@@ -118,7 +100,7 @@ async def pg_nats(matches: int, tables: int, target: int) -> float:
     tag = uuid.uuid4().hex[:10]
     nats_options: dict[str, Any] = {"stream": f"BENCH_{tag}",
                                     "subject_prefix": f"bench{tag}.events"}
-    with _schema(database_url) as url:
+    with fresh_schema(database_url) as url:
         options = StackOptions(timers=False, presence=False)
         try:
             async with running_stack(SECRET, store_url=url, nats_url=nats_url, options=options,

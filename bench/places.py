@@ -40,27 +40,35 @@ def _libpq(url: str) -> str:
 
 
 @contextlib.contextmanager
-def fresh_place(database_url: str, nats_url: str) -> Iterator[Place]:
-    """A new schema and stream names for one run; both are dropped when it ends (the stream
-    is made by the first server that publishes)."""
+def fresh_schema(database_url: str) -> Iterator[str]:
+    """``database_url`` with its ``search_path`` set to a new, empty schema, dropped when the
+    block ends."""
     import psycopg
 
-    tag = uuid.uuid4().hex[:12]
-    schema = f"bench_{tag}"
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(_libpq(database_url), autocommit=True) as connection:
         connection.execute(f'CREATE SCHEMA "{schema}"')
-    place = Place(
-        database_url=make_url(database_url).update_query_dict(
-            {"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False),
-        nats_stream=f"BENCH_{tag.upper()}",
-        nats_subject_prefix=f"bench{tag}.events",
-    )
     try:
-        yield place
+        yield make_url(database_url).update_query_dict(
+            {"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
     finally:
         with psycopg.connect(_libpq(database_url), autocommit=True) as connection:
             connection.execute(f'DROP SCHEMA "{schema}" CASCADE')
-        asyncio.run(_delete_stream(nats_url, place.nats_stream))
+
+
+@contextlib.contextmanager
+def fresh_place(database_url: str, nats_url: str) -> Iterator[Place]:
+    """A new schema and stream names for one run; both are dropped when it ends (the stream
+    is made by the first server that publishes). Not from inside an event loop: the stream
+    is deleted with ``asyncio.run``."""
+    tag = uuid.uuid4().hex[:12]
+    with fresh_schema(database_url) as url:
+        place = Place(database_url=url, nats_stream=f"BENCH_{tag.upper()}",
+                      nats_subject_prefix=f"bench{tag}.events")
+        try:
+            yield place
+        finally:
+            asyncio.run(_delete_stream(nats_url, place.nats_stream))
 
 
 async def _delete_stream(nats_url: str, stream: str) -> None:

@@ -362,15 +362,7 @@ class SqlEventStore:
 
     def mark_relayed(self, game_id: str, seq: int) -> None:
         """See :meth:`OutboxStore.mark_relayed`."""
-        if self._outbox is not None:
-            self._outbox.mark_relayed_many([(game_id, seq)])
-            return
-        with self._transaction() as connection:
-            connection.execute(
-                update(GAMES)
-                .where(GAMES.c.game_id == game_id, GAMES.c.relayed_seq < seq)
-                .values(relayed_seq=seq, relay_lease_until_ms=0)
-            )
+        self.mark_relayed_many([(game_id, seq)])
 
     def mark_relayed_many(self, marks: Sequence[tuple[str, int]]) -> None:
         """See :meth:`OutboxStore.mark_relayed_many`."""

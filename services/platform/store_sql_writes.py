@@ -184,10 +184,7 @@ class Statements:
         :attr:`~services.platform.store_writer.Write.batched` (None: no such game). A game
         the batch writes more than once is left to read for itself, after its earlier write.
         """
-        games = [write.lock_key for write in writes]
-        once = {game for game in games if games.count(game) == 1}
-        reading = [write for write in writes if write.batch_key is not None
-                   and write.lock_key in once]
+        reading = [write for write in writes if write.batch_key is not None and write.sole]
         if len(reading) < 2:
             return
         keys = [cast(AppendKey, write.batch_key) for write in reading]

@@ -72,7 +72,7 @@ class Write(Generic[T]):
     the result or raises the StoreError that the violation means."""
 
     __slots__ = ("batch_key", "batched", "deferred", "future", "lock_key", "loop", "may_defer",
-                 "recover", "run")
+                 "recover", "run", "sole")
 
     def __init__(
         self,
@@ -93,6 +93,11 @@ class Write(Generic[T]):
         self.batched: Any = NOT_READ
         """What that read found for this write, set in the write's transaction; NOT_READ
         when the write must read for itself."""
+        self.sole = True
+        """Whether it is the only write of its game (``lock_key``) in its batch (set by the
+        writer before each run): only such a write may use the batch's ``prepare`` read or
+        leave its changes to ``finish``, since a game written twice must see its first write
+        before the second one's checks."""
         self.may_defer = False
         """Whether the write may leave its changes to the batch's ``finish`` (set by the
         writer before each run)."""
@@ -324,12 +329,12 @@ class GroupWriter:
         ordered = [batch[index] for index in order]
         together = len(batch) > 1
         finish = self._finish if together else None
-        # A game written twice must see its first write before the second one's checks.
-        writes_of_game = collections.Counter(write.lock_key for write in batch) if finish else {}
+        writes_of_game = collections.Counter(write.lock_key for write in batch)
         for write in batch:
             write.batched = NOT_READ
             write.deferred = None
-            write.may_defer = finish is not None and writes_of_game[write.lock_key] == 1
+            write.sole = writes_of_game[write.lock_key] == 1
+            write.may_defer = finish is not None and write.sole
         if self._prepare is not None and together:
             self._prepare(cursor, ordered)
         for index in order:
@@ -345,7 +350,7 @@ class GroupWriter:
     def _alone(self, write: Write[Any]) -> tuple[bool, Any]:
         """Run one write in its own transaction (after a batch failed)."""
         write.batched = NOT_READ  # what the failed batch read is gone with its transaction
-        write.may_defer, write.deferred = False, None
+        write.sole, write.may_defer, write.deferred = True, False, None
         try:
             return True, self._in_transaction(write.run)
         except StoreError as refused:
