@@ -66,7 +66,16 @@ import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
 
-from bench.game_service import SECRET, SIGNING_KEY, Samples, _play, _reachable, _script, _setup
+from bench.game_service import (
+    SECRET,
+    SIGNING_KEY,
+    Samples,
+    _play,
+    _reachable,
+    _script,
+    _setup,
+    quiet_client_collector,
+)
 from bench.places import Place, fresh_place
 from bench.report import print_figures
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, log_pb2
@@ -546,6 +555,7 @@ async def _drive(
             await stub.GetSigningKey(game_pb2.GetSigningKeyRequest(), metadata=metadata)
 
         tag = uuid.uuid4().hex[:12]  # games of their own
+        quiet_client_collector()
         samples = Samples(since=time.perf_counter() + warmup)
         play = asyncio.ensure_future(asyncio.gather(*(
             _play(stubs[n % len(stubs)], metadata, n, samples.since + seconds, samples,

@@ -108,6 +108,24 @@ class Write(Generic[T]):
         self.loop: asyncio.AbstractEventLoop | None = None
         """The loop owning ``future`` when it is an asyncio future."""
 
+    def release(self) -> None:
+        """Drop the steps and what the batch left here, once the write is settled.
+
+        The steps are usually closures that refer back to the write (to read
+        :attr:`batched`, to set :attr:`deferred`). Kept, that cycle would leave the write,
+        its entries, its result and its future to the cyclic garbage collector instead of
+        freeing them at once: about 25 objects a command, and under load a young collection
+        every few hundred commands that stalls the request loop for 4-10 ms.
+        """
+        self.run = _already_settled
+        self.recover = None
+        self.batched = NOT_READ
+        self.deferred = None
+
+
+def _already_settled(cursor: Cursor) -> Any:
+    raise RuntimeError("this write was settled already")
+
 
 def let_go(connection: Any, *, invalidate: bool) -> None:
     """Hand a kept DBAPI connection (a pool proxy) back: closed, or, after a failure,
@@ -305,6 +323,7 @@ class GroupWriter:
         """Complete every write's future: concurrent ones here, asyncio ones on their loop."""
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
         for write, (ok, value) in zip(batch, outcomes, strict=True):
+            write.release()
             if write.loop is not None:
                 future = write.future
                 assert isinstance(future, asyncio.Future)

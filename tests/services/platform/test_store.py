@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import gc
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -265,3 +267,51 @@ def test_postgres_batch_whose_single_write_fails_runs_again_write_by_write(
         assert carried == [2]  # the batch tried once; the appends then wrote alone
     finally:
         store.close()
+
+
+def _cyclic_garbage_of_appends(store: SqlEventStore) -> list[str]:
+    """Append 20 commands (10 from a thread's future, 10 awaited on a loop) with the cyclic
+    collector off, and name what only it could have freed afterwards."""
+    log = make_entries(1, 1)
+    store.create_game("g-cycles", HOKM, log)
+
+    async def appended_on_a_loop() -> None:
+        for number in range(10):
+            entries = continue_log(log, 1)
+            await store.append_async("g-cycles", entries, command_id=f"a{number}", sender="p")
+            log.extend(entries)
+
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for number in range(10):
+            entries = continue_log(log, 1)
+            store.append("g-cycles", entries, command_id=f"s{number}", sender="p")
+            log.extend(entries)
+        asyncio.run(appended_on_a_loop())
+        gc.collect()
+        return sorted({type(thing).__name__ for thing in gc.garbage})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_appends_leave_nothing_to_the_cyclic_collector(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # A write's steps are closures referring back to the write: unless the writer drops
+    # them once the write is settled, every command leaves a cycle (the write, its entries,
+    # result and future) that only a collection frees, stalling the request loop.
+    url = (f"sqlite:///{tmp_path / 'events.db'}" if backend == "sqlite"
+           else request.getfixturevalue("pg_url"))
+    store = open_store(url)
+    try:
+        assert isinstance(store, SqlEventStore)
+        garbage = _cyclic_garbage_of_appends(store)
+    finally:
+        store.close()
+    ours = {"Write", "AppendResult", "LogEntry", "DeferredAppend", "Future", "function", "cell"}
+    assert ours.isdisjoint(garbage), garbage
