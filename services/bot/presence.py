@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Protocol
+from typing import Final, Protocol
 
 import grpc
 import structlog
@@ -35,6 +35,9 @@ _log = structlog.get_logger(component="presence")
 _FINAL_CODES = frozenset({grpc.StatusCode.NOT_FOUND, grpc.StatusCode.FAILED_PRECONDITION,
                           grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED})
 """Answers after which asking again about the same absence is pointless."""
+CALL_SECONDS: Final = 2.0
+"""The longest a takeover waits for one answer of the game service (see :class:`Takeovers`);
+GetView and ControlSeat take milliseconds."""
 
 
 class SeatControlApi(Protocol):
@@ -55,14 +58,22 @@ class Takeovers:
 
     ``stale_ms``: how old a replica's report may be before its open streams count as gone
     (a replica killed mid-match); a few of the reporters' heartbeats.
+
+    ``call_seconds`` bounds each call to the game service. The calls go to any game
+    replica, and the replica that froze (the very reason its players' seats are taken over)
+    still accepts connections until keepalive pings give it up: a call sent there would hold
+    the sweep, and every takeover behind it, for the whole freeze. Cut short, it is tried
+    again at the next sweep, which the channel sends to another replica.
     """
 
     def __init__(self, board: PresenceBoard, api: SeatControlApi, *, grace_ms: int = 15_000,
-                 stale_ms: int = 15_000, clock: Callable[[], int] = wall_clock_ms) -> None:
+                 stale_ms: int = 15_000, call_seconds: float = CALL_SECONDS,
+                 clock: Callable[[], int] = wall_clock_ms) -> None:
         self.board = board
         self.api = api
         self.grace_ms = grace_ms
         self.stale_ms = stale_ms
+        self.call_seconds = call_seconds
         self._clock = clock
         self._handled: dict[tuple[str, str], int] = {}
         """(game, player) → the absence (its start, ms) already acted on."""
@@ -94,8 +105,12 @@ class Takeovers:
             if now - since < self.grace_ms or self._handled.get(key) == since:
                 continue
             try:
-                if await self._take_over(game_id, player_id):
-                    taken += 1
+                async with asyncio.timeout(self.call_seconds):
+                    if await self._take_over(game_id, player_id):
+                        taken += 1
+            except TimeoutError:
+                _log.warning("takeover_failed", game_id=game_id, code="TIMEOUT")
+                continue  # a frozen replica took the call: try again next sweep
             except grpc.aio.AioRpcError as error:
                 if error.code() not in _FINAL_CODES:
                     _log.warning("takeover_failed", game_id=game_id, code=error.code().name)
@@ -131,14 +146,18 @@ class Takeovers:
         game_id, _ = key
         seat = self._taken.pop(key)
         try:
-            public = await self.api.view(game_id, None)
-            holder = public.seat_control[seat] if seat < len(public.seat_control) else None
-            if public.is_over or holder is None or not holder.bot:
-                return
-            if holder.reason != log_pb2.SEAT_CONTROL_REASON_DISCONNECTED:
-                return  # taken for another reason since (the player left the table)
-            await self.api.control_seat(game_id, seat, bot=False, bot_level="",
-                                        reason=log_pb2.SEAT_CONTROL_REASON_RECONNECTED)
+            async with asyncio.timeout(self.call_seconds):
+                public = await self.api.view(game_id, None)
+                holder = public.seat_control[seat] if seat < len(public.seat_control) else None
+                if public.is_over or holder is None or not holder.bot:
+                    return
+                if holder.reason != log_pb2.SEAT_CONTROL_REASON_DISCONNECTED:
+                    return  # taken for another reason since (the player left the table)
+                await self.api.control_seat(game_id, seat, bot=False, bot_level="",
+                                            reason=log_pb2.SEAT_CONTROL_REASON_RECONNECTED)
+        except TimeoutError:
+            self._taken[key] = seat  # a frozen replica took the call: try again next sweep
+            _log.warning("seat_return_failed", game_id=game_id, code="TIMEOUT")
         except grpc.aio.AioRpcError as error:
             if error.code() not in _FINAL_CODES:
                 self._taken[key] = seat  # try again next sweep

@@ -39,6 +39,8 @@ LOST_RACE: Final = frozenset({grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PR
                               grpc.StatusCode.PERMISSION_DENIED})
 """A person's move refused because something happened first (the seq moved on, a bot took
 the seat while their replica was paused): documented, and answered by looking again."""
+ALREADY_CREATED: Final = frozenset({grpc.StatusCode.ALREADY_EXISTS})
+"""A retried CreateGame whose first attempt was stored: the match exists, as intended."""
 
 
 @dataclass(frozen=True)
@@ -185,9 +187,11 @@ class Load:
         getattr(request, oneof).CopyFrom(rules)
         try:
             await retrying(self.tally, lambda: self.game.CreateGame(
-                request, metadata=self.service_metadata, timeout=CALL_SECONDS))
+                request, metadata=self.service_metadata, timeout=CALL_SECONDS),
+                handled=ALREADY_CREATED)
         except grpc.aio.AioRpcError as error:
-            # A retry of a call whose first attempt was stored before its process died.
+            # A retry of a call whose first attempt was stored, but whose reply was lost (its
+            # process died, or the deadline passed while the machine was busy).
             if error.code() != grpc.StatusCode.ALREADY_EXISTS:
                 raise
         self.matches[game_id] = variant

@@ -74,7 +74,8 @@ def render(result: RunResult, command: str) -> str:
         f"- Failed calls of the load's own clients, all retried: "
         f"{_by_count(result.load_failures)}. Only UNAVAILABLE, DEADLINE_EXCEEDED and "
         "CANCELLED (a process killed, paused or cut off) are expected there.",
-        f"- The person's moves refused after a lost race (documented; they looked again): "
+        f"- Refusals the load's clients expect and act on (a person's move after a lost "
+        f"race: they looked again; a retried CreateGame whose first attempt was stored): "
         f"{_by_count(result.load_handled)}.",
         "",
     ]

@@ -12,6 +12,8 @@ from typing import Any
 import nats
 import pytest
 
+from dast.v1 import common_pb2, hokm_pb2
+from engine.registry import GAMES_BY_NAME
 from services.bot.policies import SeatView
 from services.bot.presence import Takeovers
 from services.platform.clock import wall_clock_ms
@@ -125,6 +127,53 @@ async def test_a_sweeper_cut_off_from_the_board_takes_nobody_over() -> None:
     await board.publish(PresenceRecord("g", "r1", clock.now - 60_000, open={"p": 1}))
     sweeper = Takeovers(board, _NoCalls(), grace_ms=1_000, stale_ms=3_000, clock=clock)
     assert await sweeper.sweep() == 0
+
+
+def _public_view_with_a_person_in_seat_0() -> SeatView:
+    game = GAMES_BY_NAME["hokm"]
+    seated = [common_pb2.Player(player_id="p")] + [
+        common_pb2.Player(player_id=f"bot:greedy:{seat}", is_bot=True) for seat in (1, 2, 3)]
+    state = game.replay(game.start(hokm_pb2.HokmRules(), bytes(32), seated))
+    assert state is not None
+    return SeatView.of_view(game, state.seq, game.view(state, None))
+
+
+class _FrozenFirst:
+    """A game service behind two replicas, the first call landing on the frozen one: it
+    never answers (the connection stays open, as to a SIGSTOPped process)."""
+
+    def __init__(self) -> None:
+        self.views = 0
+        self.taken: list[int] = []
+
+    async def view(self, game_id: str, seat: int | None) -> SeatView:
+        self.views += 1
+        if self.views == 1:
+            await asyncio.Event().wait()
+        return _public_view_with_a_person_in_seat_0()
+
+    async def control_seat(self, game_id: str, seat: int, *, bot: bool, bot_level: str,
+                           reason: int) -> bool:
+        self.taken.append(seat)
+        return True
+
+
+async def test_a_call_to_a_frozen_replica_does_not_hold_the_takeover_back() -> None:
+    clock = Clock()
+    board = InProcessPresenceBoard(clock=clock)
+    # The person's replica froze 10 s ago: its last report has gone stale.
+    await board.publish(PresenceRecord("g", "frozen", clock.now - 10_000, open={"p": 1}))
+    await board.publish(PresenceRecord("", "alive", clock.now))  # the other one heartbeats
+    api = _FrozenFirst()
+    sweeper = Takeovers(board, api, grace_ms=3_000, stale_ms=3_000, call_seconds=0.05,
+                        clock=clock)
+
+    started = asyncio.get_running_loop().time()
+    assert await sweeper.sweep() == 0  # the call to the frozen replica is cut short
+    assert asyncio.get_running_loop().time() - started < 1.0
+    assert api.taken == []
+    assert await sweeper.sweep() == 1  # the next sweep asks again, and the seat is taken
+    assert api.taken == [0]
 
 
 @pytest.fixture
