@@ -2,7 +2,14 @@
 embedded, each configured the one way the services rely on.
 
 - PostgreSQL: a pool whose connections are checked before use (``pool_pre_ping``), so a
-  database that restarted costs a reconnect, not an error.
+  database that restarted costs a reconnect, not an error; and a session that stays idle
+  inside a transaction longer than :data:`IDLE_IN_TRANSACTION_MS` is ended by the server.
+  Our transactions run their statements back to back, so only a frozen process (stopped,
+  swapped out, a pause of its whole VM) stays idle in one, and it would hold its rows'
+  locks for as long as it is frozen: every other replica writing the same game would wait
+  for it, and its writer thread with every other game behind it. Ended, the transaction
+  rolls back; the frozen process finds its connection gone when it wakes, and runs its
+  writes again (their checks then see what was written meanwhile).
 - SQLite: the file in WAL mode, a 30 s busy timeout, and every transaction ``BEGIN
   IMMEDIATE`` (it takes the write lock first, so two writers queue instead of failing half
   way); an in-memory database is one shared connection. The driver's own transaction
@@ -21,6 +28,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import StaticPool
 
+IDLE_IN_TRANSACTION_MS = 5_000
+"""How long PostgreSQL lets a session of ours sit idle inside a transaction (see above)."""
 
 def open_sql_engine(url: str, *, owner: str, pool_size: int | None = None,
                     sqlite_synchronous: str | None = None) -> Engine:
@@ -36,10 +45,11 @@ def open_sql_engine(url: str, *, owner: str, pool_size: int | None = None,
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend == "postgresql":
+        options = {"connect_args": {"options": _session_options(parsed.query.get("options"))}}
         if pool_size is None:
-            return create_engine(url, pool_pre_ping=True)
+            return create_engine(url, pool_pre_ping=True, **options)
         return create_engine(url, pool_pre_ping=True, pool_size=pool_size,
-                             max_overflow=pool_size)
+                             max_overflow=pool_size, **options)
     if backend != "sqlite":
         raise ValueError(f"unsupported {owner} store URL {parsed!r}")
     in_memory = parsed.database in (None, "", ":memory:")
@@ -61,6 +71,14 @@ def open_sql_engine(url: str, *, owner: str, pool_size: int | None = None,
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
+
+
+def _session_options(in_url: str | tuple[str, ...] | None) -> str:
+    """libpq's ``options`` with our session settings after any the URL gives (a URL's
+    ``?options=`` would otherwise be replaced, not joined)."""
+    ours = f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
+    given = " ".join(in_url) if isinstance(in_url, tuple) else in_url
+    return f"{given} {ours}" if given else ours
 
 
 def open_tables(url: str | None, metadata: MetaData, *, owner: str,

@@ -42,6 +42,7 @@ from sqlmodel import SQLModel
 from engine.core.chain import GENESIS_HASH
 from services.platform.clock import wall_clock_ms as now_ms
 from services.platform.models import CommandRow, EventRow, GameRow
+from services.platform.sql_engine import open_sql_engine
 from services.platform.store import (
     INTERRUPTED_LEASE_MS,
     RELAY_LEASE_MS,
@@ -159,7 +160,7 @@ class SqlEventStore:
             from services.platform.migrations import upgrade_database
 
             upgrade_database(url)
-            return cls(create_engine(url, pool_pre_ping=True))
+            return cls(open_sql_engine(url, owner="event"))
         raise ValueError(f"unsupported event store URL {make_url(url)!r}")
 
     @contextlib.contextmanager

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import gc
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from services.platform import sql_engine
 from services.platform.store import (
     AppendResult,
     ConcurrencyConflict,
@@ -267,6 +270,46 @@ def test_postgres_batch_whose_single_write_fails_runs_again_write_by_write(
         assert carried == [2]  # the batch tried once; the appends then wrote alone
     finally:
         store.close()
+
+
+def test_postgres_a_store_frozen_inside_a_transaction_holds_no_other_store_for_long(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A replica stopped (SIGSTOP, a paused VM) between two statements of a transaction keeps
+    # its rows locked: the other replicas' appends to that game would wait for as long as it
+    # is frozen, and their writer thread with every other game behind it. The server ends
+    # such a session after IDLE_IN_TRANSACTION_MS (half a second here).
+    monkeypatch.setattr(sql_engine, "IDLE_IN_TRANSACTION_MS", 500)
+    frozen, live = SqlEventStore.open(pg_url), SqlEventStore.open(pg_url)
+    gate, holding = threading.Event(), threading.Event()
+    try:
+        log = make_entries(1, 2)
+        live.create_game("g", HOKM, log)
+
+        def lock_and_freeze(cursor: Any) -> bool:
+            cursor.execute("SELECT last_seq FROM games WHERE game_id = %s FOR UPDATE", ("g",))
+            holding.set()
+            return gate.wait(TIMEOUT)
+
+        frozen_write = frozen._writer.submit(Write(lock_and_freeze))
+        assert holding.wait(TIMEOUT)
+        started = time.monotonic()
+        following = continue_log(log, 1)
+        assert live.append("g", following, command_id="c1", sender="p1") == AppendResult(
+            following, duplicate=False)
+        assert time.monotonic() - started < TIMEOUT / 2  # not until the frozen one wakes
+
+        gate.set()  # it wakes: its transaction is gone, and its store goes on
+        with contextlib.suppress(Exception):
+            frozen_write.result(TIMEOUT)
+        after = continue_log(log + following, 1)
+        assert frozen.append("g", after, command_id="c2", sender="p1") == AppendResult(
+            after, duplicate=False)
+        assert seqs(live.load("g")) == [1, 2, 3, 4]
+    finally:
+        gate.set()
+        frozen.close()
+        live.close()
 
 
 def _cyclic_garbage_of_appends(store: SqlEventStore) -> list[str]:
