@@ -23,6 +23,7 @@ import grpc
 
 from dast.v1 import common_pb2, game_pb2_grpc, lobby_pb2, lobby_pb2_grpc
 from services.platform.channels import service_channel
+from services.platform.presence_kv import NatsPresenceBoard
 from tests.reliability.checks import Findings, check_everything
 from tests.reliability.cluster import SECRET, Cluster, running_cluster
 from tests.reliability.faults import FaultInjector, Injected
@@ -94,6 +95,9 @@ async def run_suite(options: RunOptions, work_dir: Path, progress: Progress = pr
                                       game_pb2_grpc.GameServiceStub(pinned))
         load.matches[person.game_id] = PERSONS_VARIANT  # its table admits no spectators
         presence = asyncio.create_task(person.hold_stream())
+        # The pause is the first fault: it must find the person's stream on the board, or
+        # no replica ever saw them and there is no one to take over.
+        await _wait_until_on_the_board(cluster.nats.url, person)
         playing = asyncio.create_task(person.play_to_the_end())
         hostile = HostileClients(_addresses(cluster), SECRET,
                                  [person.game_id, "x", person.player_id],
@@ -167,6 +171,20 @@ def _addresses(cluster: Cluster) -> dict[str, str]:
         elif short not in ("lobby", "stats", "tournament"):
             addresses[service.full_name] = cluster.game_target
     return addresses
+
+
+async def _wait_until_on_the_board(nats_url: str, person: Person,
+                                   seconds: float = 60.0) -> None:
+    """Until a game replica's record on the presence board shows the person's stream."""
+    board = NatsPresenceBoard(nats_url)
+    await board.start()
+    try:
+        async with asyncio.timeout(seconds):
+            while not any(record.game_id == person.game_id and person.player_id in record.open
+                          for record in await board.records()):
+                await asyncio.sleep(0.05)
+    finally:
+        await board.close()
 
 
 async def _inject_faults(injector: FaultInjector, options: RunOptions, cluster: Cluster,
