@@ -138,7 +138,7 @@ class LoopMemoryStore(MemoryEventStore):
 
     async def append_async(
         self, game_id: str, entries: Sequence[LogEntry], *, command_id: str | None,
-        sender: str | None = None, relayed: bool = False,
+        sender: str | None = None, relayed: bool = False, previous_hash: bytes | None = None,
     ) -> AppendResult:
         return self.append(game_id, entries, command_id=command_id, sender=sender,
                            relayed=relayed)

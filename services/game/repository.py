@@ -196,7 +196,8 @@ class GameRepository:
         """
         if self._writes is not None:
             result = await self._writes.append_async(
-                snapshot.game_id, entries, command_id=command_id, sender=sender, relayed=relayed
+                snapshot.game_id, entries, command_id=command_id, sender=sender, relayed=relayed,
+                previous_hash=snapshot.last_hash,
             )
         else:
             result = await asyncio.to_thread(

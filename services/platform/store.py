@@ -198,8 +198,14 @@ class SubmitsWrites(Protocol):
         command_id: str | None,
         sender: str | None = None,
         relayed: bool = False,
+        previous_hash: bytes | None = None,
     ) -> AppendResult:
-        """:meth:`EventStore.append`, returning once committed (same errors)."""
+        """:meth:`EventStore.append`, returning once committed (same errors).
+
+        ``previous_hash``: the hash of the event the caller decided after (its snapshot's
+        head). A store may then write without reading the head first, its write failing by
+        itself if the head is elsewhere; the outcome is the same either way.
+        """
         ...
 
 
@@ -266,6 +272,11 @@ class ChainKeys:
         self._keys: OrderedDict[str, bytes] = OrderedDict()
         self._max_games = max_games
         self._lock = threading.Lock()
+
+    def known(self, game_id: str) -> bytes | None:
+        """The game's chain key if already known (nothing is read)."""
+        with self._lock:
+            return self._keys.get(game_id)
 
     def key_for(self, game_id: str, first_event: Callable[[], log_pb2.Event]) -> bytes:
         """The game's chain key, reading its first event with ``first_event()`` when unknown."""

@@ -13,7 +13,10 @@ the writes queued meanwhile together (group commit). An append is one read of th
 head (with the command's earlier result, if any; ``FOR UPDATE`` on PostgreSQL) and three
 writes: the events (one ``executemany``), the command, and the head moved under an
 ``last_seq`` guard; on PostgreSQL the three writes are one statement and a batch reads the
-heads of all its appends in one statement. Reads go through SQLAlchemy Core, and so does the
+heads of all its appends in one statement. On PostgreSQL an append that carries the head its
+caller decided after (``previous_hash``: the game service's appends do) usually reads nothing:
+its batch is one statement in autocommit, failing by itself if a head moved
+(:mod:`services.platform.store_writer`). Reads go through SQLAlchemy Core, and so does the
 relay's outbox on SQLite; on PostgreSQL the relay's steps are one statement each, on a
 connection of their own (:mod:`services.platform.store_outbox_pg`).
 """
@@ -140,6 +143,7 @@ class SqlEventStore:
             integrity_error=engine.dialect.loaded_dbapi.IntegrityError,
             prepare=self._sql.read_heads if self._sql.batch_heads else None,
             finish=self._sql.finish if self._sql.batch_writes else None,
+            blind=self._sql.write_blind if self._sql.batch_writes else None,
         )
         self._outbox = PostgresOutbox(engine.raw_connection) if self._is_postgres else None
 
@@ -210,14 +214,17 @@ class SqlEventStore:
         command_id: str | None,
         sender: str | None = None,
         relayed: bool = False,
+        previous_hash: bytes | None = None,
     ) -> Future[AppendResult]:
-        """:meth:`append`, done when committed (its errors in the future).
+        """:meth:`append`, done when committed (its errors in the future); ``previous_hash``
+        as for :meth:`append_async`.
 
         :raises ValueError: at once, if a ``command_id`` comes without its ``sender``.
         """
         key = command_key(command_id, sender)
         return self._writer.submit(append_write(
-            self._sql, game_id, entries, key, relayed=relayed, chain_keys=self._chain_keys
+            self._sql, game_id, entries, key, relayed=relayed, chain_keys=self._chain_keys,
+            previous_hash=previous_hash,
         ))
 
     async def create_game_async(
@@ -239,12 +246,14 @@ class SqlEventStore:
         command_id: str | None,
         sender: str | None = None,
         relayed: bool = False,
+        previous_hash: bytes | None = None,
     ) -> AppendResult:
         """See :meth:`SubmitsWrites.append_async`."""
         key = command_key(command_id, sender)
         return await self._writer.submit_async(
             append_write(
-                self._sql, game_id, entries, key, relayed=relayed, chain_keys=self._chain_keys
+                self._sql, game_id, entries, key, relayed=relayed, chain_keys=self._chain_keys,
+                previous_hash=previous_hash,
             )
         )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from engine.core.chain import GENESIS_HASH
 from services.platform.store import (
@@ -24,6 +24,7 @@ from services.platform.store import (
     GameNotFound,
     InvalidEntries,
     LogEntry,
+    StoreError,
     check_continuation,
 )
 from services.platform.store_writer import NOT_READ, Cursor, LostRace, Write
@@ -104,6 +105,48 @@ _BATCH_APPEND = (
     "WHERE g.game_id = m.game_id AND g.last_seq = m.prev_seq RETURNING 1) "
     "SELECT count(*) FROM moved"
 )
+
+
+# PostgreSQL, without reading first: the appends of a batch, each with the head its caller
+# decided after, in ONE statement run in autocommit (its own transaction, one round trip).
+# The games' rows are locked in byte order (as the writer's batches and the relay lock
+# them) before anything joins them; a head that is not the expected one fails the statement
+# (a division by zero on the count of heads moved), as does a command id already used (the
+# key of `commands`) or a seq already taken: nothing is then written, and the writer runs
+# the batch the usual way, which reads and gives each append its proper outcome.
+_BLIND_APPEND = (
+    "WITH locked AS (SELECT game_id FROM games WHERE game_id = ANY(%s::text[]) "
+    'ORDER BY game_id COLLATE "C" FOR NO KEY UPDATE), '
+    "new_events AS (INSERT INTO events (game_id, seq, game_type, event, hash, command_id, "
+    "at_ms) SELECT e.game_id, e.seq, g.game_type, e.event, e.hash, e.command_id, e.at_ms "
+    "FROM unnest(%s::text[], %s::bigint[], %s::bytea[], %s::bytea[], %s::text[], "
+    "%s::bigint[]) AS e(game_id, seq, event, hash, command_id, at_ms) "
+    "JOIN locked l ON l.game_id = e.game_id JOIN games g ON g.game_id = e.game_id), "
+    "new_commands AS (INSERT INTO commands (game_id, sender, command_id, first_seq, last_seq) "
+    "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::bigint[], %s::bigint[])), "
+    "moved AS (UPDATE games g SET last_seq = m.last_seq, last_hash = m.last_hash, "
+    "relayed_seq = CASE WHEN m.relayed AND g.relayed_seq >= m.prev_seq THEN m.last_seq "
+    "ELSE g.relayed_seq END "
+    "FROM unnest(%s::text[], %s::bigint[], %s::bytea[], %s::bigint[], %s::bool[], "
+    "%s::bytea[]) AS m(game_id, last_seq, last_hash, prev_seq, relayed, prev_hash) "
+    "JOIN locked l ON l.game_id = m.game_id "
+    "WHERE g.game_id = m.game_id AND g.last_seq = m.prev_seq AND g.last_hash = m.prev_hash "
+    "RETURNING 1) "
+    "SELECT 1 / (CASE WHEN count(*) = %s THEN 1 ELSE 0 END) FROM moved"
+)
+
+
+@dataclass(frozen=True)
+class BlindAppend:
+    """What an append offers the writer's blind step (:meth:`Statements.write_blind`)."""
+
+    rows: list[tuple[object, ...]]
+    """``(game_id, seq, event, hash, command_id, at_ms)`` per event (the game type is the
+    game's own, joined in the statement)."""
+    command: tuple[object, ...]
+    """``(game_id, sender, command_id, first_seq, last_seq)``, or empty without a command."""
+    move: tuple[str, int, bytes, int, bool, bytes]
+    """``(game_id, last_seq, last_hash, previous last_seq, relayed, previous last_hash)``."""
 
 
 @dataclass(frozen=True)
@@ -217,6 +260,27 @@ class Statements:
         if row is None or row[0] != len(moves):
             raise LostRace("a game's head moved past what the batch read")
 
+    @staticmethod
+    def write_blind(connection: object, appends: list[BlindAppend]) -> None:
+        """The blind step of a :class:`~services.platform.store_writer.GroupWriter`
+        (PostgreSQL): every append of the batch in one statement, in autocommit.
+
+        :raises psycopg.Error: having written nothing, when a head is not where an append
+            expects it, a command id was used, or a seq is taken (or the connection failed).
+        """
+        driver = cast(Any, connection).driver_connection
+        rows = [row for append in appends for row in append.rows]
+        commands = [append.command for append in appends if append.command]
+        moves = [append.move for append in appends]
+        driver.autocommit = True
+        try:
+            cast(Any, connection).cursor().execute(_BLIND_APPEND, (
+                [move[0] for move in moves], *_columns(rows, 6), *_columns(commands, 5),
+                *_columns(moves, 6), len(moves),
+            ))
+        finally:
+            driver.autocommit = False
+
     def entries_between(
         self, cursor: Cursor, game_id: str, after: int, up_to: int
     ) -> list[LogEntry]:
@@ -292,11 +356,32 @@ def append_write(
     *,
     relayed: bool,
     chain_keys: ChainKeys,
+    previous_hash: bytes | None = None,
 ) -> Write[AppendResult]:
     """The write appending one command's entries (see :meth:`EventStore.append`); ``key`` is
-    the command's ``(sender, command_id)`` (:func:`~services.platform.store.command_key`)."""
+    the command's ``(sender, command_id)`` (:func:`~services.platform.store.command_key`).
+    With the ``previous_hash`` its caller decided after (PostgreSQL), it offers the writer a
+    write that reads nothing first (:class:`BlindAppend`)."""
     entries = list(entries)
     sender, command_id = key if key is not None else (None, None)
+
+    def blind() -> BlindAppend | None:
+        assert previous_hash is not None
+        previous = entries[0].event.seq - 1
+        chain_key = chain_keys.known(game_id) if previous > 0 else None
+        if previous > 0 and chain_key is None:
+            return None  # the key comes from the game's first event: read it the usual way
+        try:
+            check_continuation(game_id, previous, previous_hash, entries, chain_key)
+        except StoreError:
+            return None  # refused the usual way, under the lock, with the stored head
+        first, last = entries[0].event.seq, entries[-1].event.seq
+        return BlindAppend(
+            rows=[(game_id, entry.event.seq, entry.event.SerializeToString(deterministic=True),
+                   entry.hash, command_id, entry.event.at_ms) for entry in entries],
+            command=(game_id, sender, command_id, first, last) if key is not None else (),
+            move=(game_id, last, entries[-1].hash, previous, relayed, previous_hash),
+        )
 
     def run(cursor: Cursor) -> AppendResult:
         head = write.batched  # the batch's read of the head, if it made one
@@ -362,4 +447,7 @@ def append_write(
 
     batch_key: AppendKey | None = (game_id, sender, command_id) if sql.batch_heads else None
     write = Write(run, recover, lock_key=game_id, batch_key=batch_key)
+    if previous_hash is not None and sql.batch_writes and entries:
+        write.blind = blind
+        write.blind_result = AppendResult(entries, duplicate=False)
     return write

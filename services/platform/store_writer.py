@@ -25,6 +25,11 @@ of its game in the batch) leaves its statement's values in :attr:`Write.deferred
 checks passed, and ``finish`` writes them all at once; if that fails, the batch runs again
 write by write, as after any other failure.
 
+On PostgreSQL a batch usually needs no read at all (the ``blind`` step): each append
+carries the head its caller decided after, and one statement in autocommit (one round trip,
+its own transaction) writes every append of the batch, failing by itself, having written
+nothing, when a head is elsewhere or a command id was used; the batch then runs as above.
+
 A write's future completes only after its transaction committed, so a caller never replies
 to a client before its events are durable. Writes submitted from an event loop
 (:meth:`GroupWriter.submit_async`) reach the thread together once per loop iteration, and
@@ -71,8 +76,8 @@ class Write(Generic[T]):
     transaction, after a constraint violation or :class:`LostRace` when run alone) returns
     the result or raises the StoreError that the violation means."""
 
-    __slots__ = ("batch_key", "batched", "deferred", "future", "lock_key", "loop", "may_defer",
-                 "recover", "run", "sole")
+    __slots__ = ("batch_key", "batched", "blind", "blind_result", "deferred", "future",
+                 "lock_key", "loop", "may_defer", "recover", "run", "sole")
 
     def __init__(
         self,
@@ -103,6 +108,11 @@ class Write(Generic[T]):
         writer before each run)."""
         self.deferred: Any = None
         """The changes the write left to ``finish`` (None: it made them itself)."""
+        self.blind: Callable[[], Any] | None = None
+        """What the write gives the writer's ``blind`` step, computed without the database
+        (None from the call: it must read first); see :class:`GroupWriter`."""
+        self.blind_result: Any = None
+        """The write's result when the ``blind`` step wrote it."""
         self.future: Future[T] | asyncio.Future[T]
         """Set by :meth:`GroupWriter.submit` or :meth:`GroupWriter.submit_async`."""
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -119,6 +129,7 @@ class Write(Generic[T]):
         """
         self.run = _already_settled
         self.recover = None
+        self.blind = self.blind_result = None
         self.batched = NOT_READ
         self.deferred = None
 
@@ -161,7 +172,11 @@ class GroupWriter:
     runs first in each batch's transaction, with the writes in the order they will run, and
     sets what it read for each in :attr:`Write.batched`; ``finish(cursor, writes)``, if given,
     runs last, before the commit, and makes the changes the writes left in
-    :attr:`Write.deferred` (raising, e.g. :class:`LostRace`, rolls the batch back).
+    :attr:`Write.deferred` (raising, e.g. :class:`LostRace`, rolls the batch back);
+    ``blind(connection, offers)``, if given, is tried first when every write of a batch
+    offers what it would write without reading (:attr:`Write.blind`; each game once): it
+    must write them all in one atomic step or raise having written nothing, and the batch
+    then runs as usual.
     """
 
     def __init__(
@@ -174,10 +189,12 @@ class GroupWriter:
         name: str = "store-writer",
         prepare: Callable[[Cursor, list[Write[Any]]], None] | None = None,
         finish: Callable[[Cursor, list[Write[Any]]], None] | None = None,
+        blind: Callable[[Any, list[Any]], None] | None = None,
     ) -> None:
         self._connect = connect
         self._prepare = prepare
         self._finish = finish
+        self._blind = blind
         self._begin = begin
         self._lock = lock
         self._integrity_error = integrity_error
@@ -188,6 +205,8 @@ class GroupWriter:
         self._closed = False
         self.batches = 0
         """How many transactions the writer has committed or tried (for tests and benches)."""
+        self.blind_batches = 0
+        """How many batches the ``blind`` step wrote (for tests and benches)."""
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
@@ -309,14 +328,33 @@ class GroupWriter:
 
     def _execute(self, batch: list[Write[Any]]) -> None:
         self.batches += 1
-        outcomes: list[tuple[bool, Any]]
         with self._lock:
-            try:
-                outcomes = self._together(batch)
-            except Exception:
-                self._rollback()
-                outcomes = [self._alone(write) for write in batch]
+            outcomes = self._written_blind(batch)
+            if outcomes is None:
+                try:
+                    outcomes = self._together(batch)
+                except Exception:
+                    self._rollback()
+                    outcomes = [self._alone(write) for write in batch]
         self._settle_batch(batch, outcomes)
+
+    def _written_blind(self, batch: list[Write[Any]]) -> list[tuple[bool, Any]] | None:
+        """Write the batch with the ``blind`` step if every write offers to (each game once);
+        None when it does not apply or failed, having written nothing: the batch then runs
+        as usual, reads first, and each write gets the outcome it would have had."""
+        if self._blind is None or len({write.lock_key for write in batch}) != len(batch):
+            return None
+        offers = [write.blind() if write.blind is not None else None for write in batch]
+        if any(offer is None for offer in offers):
+            return None
+        try:
+            if self._connection is None:
+                self._connection = self._connect()
+            self._blind(self._connection, offers)
+        except Exception:
+            return None
+        self.blind_batches += 1
+        return [(True, write.blind_result) for write in batch]
 
     @staticmethod
     def _settle_batch(batch: list[Write[Any]], outcomes: list[tuple[bool, Any]]) -> None:
