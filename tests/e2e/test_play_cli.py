@@ -142,7 +142,9 @@ def test_dast_play_plays_a_whole_hokm_match_in_a_terminal(
     text = "".join(transcript)
     assert child.exitstatus == 0, text[-2000:]
     assert "Signed in as Pty" in text
-    assert moves >= 13  # at least a whole round of tricks
+    # At least a whole round: it ends once a team has taken 7 tricks, and the person plays a
+    # card in each. (A target of 3 can fall in one round: a hakem kot scores 3.)
+    assert moves >= 7
     # The screen: seats with the bots, trump, scores, the hand and the legal moves.
     assert "[bot]" in text and "Trump:" in text and "Your hand:" in text and "Legal:" in text
     assert "takes trick" in text
