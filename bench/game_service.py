@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import os
 import re
 import socket
@@ -55,7 +54,7 @@ from bench.places import fresh_place
 from bench.report import print_figures
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2, log_pb2
 from engine import hokm
-from services.compose import GC_YOUNG_THRESHOLD
+from services.compose import settle_collector
 from services.platform.auth import Role, mint_token
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,13 +129,10 @@ def quiet_client_collector() -> None:
 
     The client holds every game's precomputed match and a sample per call: a full
     collection scans all of it and stalls every call in flight (56-72 ms on this machine,
-    about one paced run in two), which the p99 then reports as the server's. The servers
-    freeze their start-up heap and collect young objects every 10,000 allocations
-    (``services.compose``); the client does the same once its scripts are built.
+    about one paced run in two), which the p99 then reports as the server's. The client
+    settles its collector as the servers do, once its scripts are built.
     """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+    settle_collector()
 
 
 async def _run_echo(address: str, games: int, seconds: float) -> float:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import itertools
 import resource
 import sys
@@ -63,7 +62,7 @@ from bench.game_service import (
 from bench.report import print_figures
 from bench.scale import _cpu_seconds
 from dast.v1 import common_pb2, game_pb2
-from services.compose import GC_YOUNG_THRESHOLD, GIL_SWITCH_SECONDS
+from services.compose import GIL_SWITCH_SECONDS, settle_collector
 from services.game.repository import GameRepository
 from services.game.service import GameService
 from services.platform.auth import Identity, Role, with_identity
@@ -116,8 +115,7 @@ async def _stack_server() -> None:
     server.add_generic_rpc_handlers((_fixed_replies(),))
     port = bind(server, "127.0.0.1:0")
     await server.start()
-    gc.freeze()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+    settle_collector()
     print(f"stack listening on 127.0.0.1:{port}", flush=True)
     await server.wait_for_termination()
 

@@ -31,6 +31,7 @@ from sqlalchemy.pool import StaticPool
 IDLE_IN_TRANSACTION_MS = 5_000
 """How long PostgreSQL lets a session of ours sit idle inside a transaction (see above)."""
 
+
 def open_sql_engine(url: str, *, owner: str, pool_size: int | None = None,
                     sqlite_synchronous: str | None = None) -> Engine:
     """An engine for ``url`` (PostgreSQL or SQLite).
@@ -45,11 +46,11 @@ def open_sql_engine(url: str, *, owner: str, pool_size: int | None = None,
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend == "postgresql":
-        options = {"connect_args": {"options": _session_options(parsed.query.get("options"))}}
-        if pool_size is None:
-            return create_engine(url, pool_pre_ping=True, **options)
-        return create_engine(url, pool_pre_ping=True, pool_size=pool_size,
-                             max_overflow=pool_size, **options)
+        pool = {} if pool_size is None else {"pool_size": pool_size, "max_overflow": pool_size}
+        return create_engine(
+            url, pool_pre_ping=True,
+            connect_args={"options": _session_options(parsed.query.get("options"))}, **pool,
+        )
     if backend != "sqlite":
         raise ValueError(f"unsupported {owner} store URL {parsed!r}")
     in_memory = parsed.database in (None, "", ":memory:")
