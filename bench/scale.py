@@ -8,12 +8,18 @@ One run measures, every server in its own process and every client apart from th
   connections (each stream a spectator with its own token: a player may hold 32 streams);
   a client retries an open that is refused and counts the refusal. The server's resident
   memory grows by ``kb_per_stream`` per stream. Then ``--events`` commands are played in
-  the game, one every ``--event-gap`` seconds, and ``fanout_p99_ms`` is the p99, over every
-  stream and event, of the time from sending the command to a stream receiving the event.
-- **The bare baseline, in the same run** (``bare_kb_per_stream``, ``bare_fanout_p99_ms``):
-  the same clients, streams and connections against a bare ``grpc.aio`` server whose stream
-  only forwards a broadcast (a queue per stream, no auth, store or bus), the broadcast sent
-  by a unary call. Clients decode the same ``SubscribeResponse`` message in both cases.
+  the game, and ``fanout_p99_ms`` is the p99, over every stream and event, of the time from
+  sending the command to a stream receiving the event.
+- **The bare baseline, in the same minutes** (``bare_kb_per_stream``,
+  ``bare_fanout_p99_ms``): the same clients, streams and connections against a bare
+  ``grpc.aio`` server whose stream only forwards a broadcast (a queue per stream, no auth,
+  store or bus), the broadcast sent by a unary call. Clients decode the same
+  ``SubscribeResponse`` message in both cases. Both servers' streams are held open at once
+  (each server's memory measured while its own streams open), and the events take turns:
+  one to the bare streams, ``--event-gap`` seconds later one to ours, and so on. Measured one
+  after the other, the fan-out ratio moved between 1.09 and 1.68 on the same code, with the
+  machine's state between the two phases; taking turns, a change in what else the machine
+  does touches both alike.
 - **Commands** (``rps_1_replica``, ``rps_2_replicas``): SubmitCommand round trips a second
   with ``--games`` games in flight (a closed loop), against one game replica pinned to
   core 0, then two pinned to cores 0 and 1, each game kept on one replica.
@@ -47,6 +53,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import json
 import os
 import random
@@ -58,7 +65,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -412,117 +419,149 @@ class StreamFigures:
     """Stream × event deliveries that never arrived (0 when every stream got every event)."""
 
 
-def _hold_streams(
-    server: Server, kind: str, streams: int, connections: int, clients: int,
-    open_rate: float, events: int, gap: float,
-    send: Callable[[int], tuple[float, int, int]], game_id: str = "", after_seq: int = 0,
-) -> StreamFigures:
-    """Open the streams, measure the memory they hold, send ``events`` (``send(number)``
-    returns when it was sent, the id streams see and the last id it made), time the fan-out."""
+Send = Callable[[int], tuple[float, int, int]]
+"""Sends event ``number``; returns when it was sent, the id streams see, the last id it made."""
+
+
+@dataclass
+class HeldStreams:
+    """Streams of one server, held open by client processes, and the events sent to them."""
+
+    server: Server
+    send: Send
+    processes: list[subprocess.Popen[str]]
+    opened: list[dict[str, Any]]
+    """Each client's report once all its streams were open."""
+    kb_held: int
+    """The server's resident memory growth while the streams opened."""
+    sent: dict[int, float] = field(default_factory=dict)
+    last: int = 0
+
+    def close(self) -> None:
+        for process in self.processes:
+            process.kill()
+            process.wait()
+
+
+def _open_streams(
+    server: Server, kind: str, args: argparse.Namespace, send: Send,
+    game_id: str = "", after_seq: int = 0,
+) -> HeldStreams:
+    """Open ``args.streams`` streams on ``server`` and measure the memory they hold."""
     time.sleep(0.5)
     baseline = server.rss_kb()
     processes = _start_clients(
-        kind, server.address, streams, connections, clients, open_rate, game_id, after_seq
+        kind, server.address, args.streams, args.connections, args.stream_clients,
+        args.open_rate, game_id, after_seq,
     )
+    held = HeldStreams(server, send, processes, opened=[], kb_held=0)
     try:
-        opened = [_read_json(process) for process in processes]
+        held.opened = [_read_json(process) for process in processes]
         time.sleep(1.0)
-        held = server.rss_kb() - baseline
-        sent: dict[int, float] = {}
-        last = 0
-        for number in range(events):
-            at, seen_id, last = send(number)
-            sent[seen_id] = at
+        held.kb_held = server.rss_kb() - baseline
+    except BaseException:
+        held.close()
+        raise
+    return held
+
+
+def _fan_out(held: Sequence[HeldStreams], events: int, gap: float) -> None:
+    """Send ``events`` events to each server's streams, taking turns (and turns about who goes
+    first), ``gap`` seconds apart: the baseline and ours are timed in the same minutes, so a
+    change in what else the machine is doing meanwhile touches both alike."""
+    for number in range(events):
+        for streams in (held if number % 2 == 0 else list(reversed(held))):
+            at, seen_id, streams.last = streams.send(number)
+            streams.sent[seen_id] = at
             time.sleep(gap)
-        for process in processes:
+
+
+def _stream_report(held: HeldStreams) -> StreamFigures:
+    """Tell the clients the last id sent, and reduce what they saw."""
+    try:
+        for process in held.processes:
             assert process.stdin is not None
-            process.stdin.write(f"{last}\n")
+            process.stdin.write(f"{held.last}\n")
             process.stdin.flush()
-        reports = [_read_json(process) for process in processes]
+        reports = [_read_json(process) for process in held.processes]
     finally:
-        for process in processes:
-            process.kill()
-            process.wait()
-    open_streams = sum(report["opened"] for report in opened)
+        held.close()
+    open_streams = sum(report["opened"] for report in held.opened)
     refused: collections.Counter[str] = collections.Counter()
-    for report in opened:
+    for report in held.opened:
         refused.update(report["refused"])
     latencies: list[float] = []
     received = 0
     for report in reports:
         for seen_id, times in report["arrivals"].items():
-            if int(seen_id) in sent:
-                latencies.extend((arrived - sent[int(seen_id)]) * 1000 for arrived in times)
+            if int(seen_id) in held.sent:
+                latencies.extend((arrived - held.sent[int(seen_id)]) * 1000 for arrived in times)
                 received += len(times)
     return StreamFigures(
         open_streams=open_streams,
         refusals=sum(report["refusals"] for report in reports),
         refused=dict(refused),
-        kb_per_stream=round(held / max(open_streams, 1), 2),
+        kb_per_stream=round(held.kb_held / max(open_streams, 1), 2),
         fanout_p50_ms=round(_percentile(latencies, 0.50), 1),
         fanout_p99_ms=round(_percentile(latencies, 0.99), 1),
-        missing=open_streams * len(sent) - received,
+        missing=open_streams * len(held.sent) - received,
     )
 
 
-def _bare_streams(args: argparse.Namespace) -> StreamFigures:
-    server = _spawn([sys.executable, str(Path(__file__).resolve()), "--bare-server"], {})
-    try:
-        channel = grpc.insecure_channel(server.address)
-        broadcast = channel.unary_unary(f"/{BARE_SERVICE}/Send")
+def _bare_broadcast(server: Server, stack: contextlib.ExitStack) -> Send:
+    channel = stack.enter_context(grpc.insecure_channel(server.address))
+    broadcast = channel.unary_unary(f"/{BARE_SERVICE}/Send")
 
-        def send(number: int) -> tuple[float, int, int]:
-            message = game_pb2.SubscribeResponse(
-                event=log_pb2.Event(seq=number + 1, at_ms=int(time.time() * 1000)),
-                hash=bytes(32),
-            )
-            at = time.time()
-            broadcast(message.SerializeToString())
-            return at, number + 1, number + 1
+    def send(number: int) -> tuple[float, int, int]:
+        message = game_pb2.SubscribeResponse(
+            event=log_pb2.Event(seq=number + 1, at_ms=int(time.time() * 1000)),
+            hash=bytes(32),
+        )
+        at = time.time()
+        broadcast(message.SerializeToString())
+        return at, number + 1, number + 1
 
-        try:
-            return _hold_streams(
-                server, "bare", args.streams, args.connections, args.stream_clients,
-                args.open_rate, args.events, args.event_gap, send,
-            )
-        finally:
-            channel.close()
-    finally:
-        server.stop()
+    return send
 
 
-def _dast_streams(args: argparse.Namespace) -> StreamFigures:
-    server = _game_server(args.place, args.nats_url)
+def _dast_game(server: Server, stack: contextlib.ExitStack) -> tuple[Send, str, int]:
+    """A new game on ``server``, a way to play its next command, its id and head seq."""
     admin = (("authorization", f"Bearer {mint_token(SECRET, 'bench', Role.ADMIN)}"),)
-    try:
-        channel = grpc.insecure_channel(server.address)
-        stub = game_pb2_grpc.GameServiceStub(channel)
-        rules, seed, seated = _setup(0)
-        created = stub.CreateGame(game_pb2.CreateGameRequest(
-            game_type=common_pb2.GAME_TYPE_HOKM, hokm=rules, players=seated,
-            server_seed=seed, game_id=f"scale-{uuid.uuid4().hex[:12]}",
+    channel = stack.enter_context(grpc.insecure_channel(server.address))
+    stub = game_pb2_grpc.GameServiceStub(channel)
+    rules, seed, seated = _setup(0)
+    created = stub.CreateGame(game_pb2.CreateGameRequest(
+        game_type=common_pb2.GAME_TYPE_HOKM, hokm=rules, players=seated,
+        server_seed=seed, game_id=f"scale-{uuid.uuid4().hex[:12]}",
+    ), metadata=admin)
+    script = _script(0)
+
+    def send(number: int) -> tuple[float, int, int]:
+        seat, command = script[number]
+        at = time.time()
+        reply = stub.SubmitCommand(game_pb2.SubmitCommandRequest(
+            game_id=created.game_id, command_id=f"c{number}", seat=seat, hokm=command,
         ), metadata=admin)
-        script = _script(0)
+        return at, reply.events[0].seq, reply.seq
 
-        def send(number: int) -> tuple[float, int, int]:
-            seat, command = script[number]
-            at = time.time()
-            reply = stub.SubmitCommand(game_pb2.SubmitCommandRequest(
-                game_id=created.game_id, command_id=f"c{number}", seat=seat, hokm=command,
-            ), metadata=admin)
-            return at, reply.events[0].seq, reply.seq
+    return send, created.game_id, created.seq
 
-        try:
-            # Each stream starts at the last stored event: its first reply says it is open.
-            return _hold_streams(
-                server, "dast", args.streams, args.connections, args.stream_clients,
-                args.open_rate, args.events, args.event_gap, send,
-                game_id=created.game_id, after_seq=created.seq - 1,
-            )
-        finally:
-            channel.close()
-    finally:
-        server.stop()
+
+def _both_streams(args: argparse.Namespace) -> tuple[StreamFigures, StreamFigures]:
+    """The bare server's streams and ours, held at the same time, their events interleaved."""
+    with contextlib.ExitStack() as stack:
+        bare_server = _spawn([sys.executable, str(Path(__file__).resolve()), "--bare-server"], {})
+        stack.callback(bare_server.stop)
+        dast_server = _game_server(args.place, args.nats_url)
+        stack.callback(dast_server.stop)
+        send_dast, game_id, head = _dast_game(dast_server, stack)
+        bare = _open_streams(bare_server, "bare", args, _bare_broadcast(bare_server, stack))
+        stack.callback(bare.close)
+        # Each stream starts at the last stored event: its first reply says it is open.
+        ours = _open_streams(dast_server, "dast", args, send_dast, game_id, after_seq=head - 1)
+        stack.callback(ours.close)
+        _fan_out([bare, ours], args.events, args.event_gap)
+        return _stream_report(bare), _stream_report(ours)
 
 
 # ---- commands -----------------------------------------------------------------------
@@ -639,8 +678,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _stream_figures(args: argparse.Namespace) -> dict[str, Any]:
-    bare = _bare_streams(args)
-    ours = _dast_streams(args)
+    bare, ours = _both_streams(args)
     return dict(
         open_streams=ours.open_streams,
         open_refusals=ours.refusals,
@@ -698,7 +736,8 @@ def main() -> None:
     parser.add_argument("--stream-clients", type=int, default=4,
                         help="client processes sharing the streams and connections")
     parser.add_argument("--open-rate", type=float, default=500.0, help="stream opens a second")
-    parser.add_argument("--events", type=int, default=5, help="events fanned out")
+    parser.add_argument("--events", type=int, default=8,
+                        help="events fanned out to each server's streams")
     parser.add_argument("--event-gap", type=float, default=1.5,
                         help="seconds between the events fanned out")
     parser.add_argument("--games", type=int, default=100)
