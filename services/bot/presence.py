@@ -18,6 +18,7 @@ while connected; a later sweep sees them present again and gives back any seat i
 from __future__ import annotations
 
 import asyncio
+import collections
 from collections.abc import Callable
 from typing import Final, Protocol
 
@@ -38,6 +39,8 @@ _FINAL_CODES = frozenset({grpc.StatusCode.NOT_FOUND, grpc.StatusCode.FAILED_PREC
 CALL_SECONDS: Final = 2.0
 """The longest a takeover waits for one answer of the game service (see :class:`Takeovers`);
 GetView and ControlSeat take milliseconds."""
+CONCURRENT_GAMES: Final = 32
+"""How many games one sweep calls the game service about at once (see :meth:`Takeovers.sweep`)."""
 
 
 class SeatControlApi(Protocol):
@@ -62,18 +65,23 @@ class Takeovers:
     ``call_seconds`` bounds each call to the game service. The calls go to any game
     replica, and the replica that froze (the very reason its players' seats are taken over)
     still accepts connections until keepalive pings give it up: a call sent there would hold
-    the sweep, and every takeover behind it, for the whole freeze. Cut short, it is tried
-    again at the next sweep, which the channel sends to another replica.
+    its game's takeover for the whole freeze. Cut short, it is tried again at the next
+    sweep, which the channel sends to another replica. ``concurrent_games``: how many games
+    a sweep calls about at once.
     """
 
     def __init__(self, board: PresenceBoard, api: SeatControlApi, *, grace_ms: int = 15_000,
                  stale_ms: int = 15_000, call_seconds: float = CALL_SECONDS,
+                 concurrent_games: int = CONCURRENT_GAMES,
                  clock: Callable[[], int] = wall_clock_ms) -> None:
+        if concurrent_games <= 0:
+            raise ValueError("concurrent_games must be positive")
         self.board = board
         self.api = api
         self.grace_ms = grace_ms
         self.stale_ms = stale_ms
         self.call_seconds = call_seconds
+        self.concurrent_games = concurrent_games
         self._clock = clock
         self._handled: dict[tuple[str, str], int] = {}
         """(game, player) → the absence (its start, ms) already acted on."""
@@ -83,7 +91,13 @@ class Takeovers:
         """Seats this sweeper handed to bots (for tests)."""
 
     async def sweep(self) -> int:
-        """Act once on the board as it is now; return how many seats were taken over."""
+        """Act once on the board as it is now; return how many seats were taken over.
+
+        The games that need a call are handled side by side (at most ``concurrent_games``
+        at once), each game's players one after the other: a call that waits its whole
+        ``call_seconds`` on a frozen replica holds back its own game only, so a sweep with
+        thousands of players due lasts about one call, not one call per player.
+        """
         records = await self.board.records()
         now = self._clock()
         heard = self.board.last_heard_ms()
@@ -93,34 +107,60 @@ class Takeovers:
             _log.warning("presence_board_silent", last_heard_ms=heard)
             return 0
         players = {(r.game_id, p) for r in records for p in (*r.open, *r.closed)}
-        taken = 0
+        # game → (player, the absence's start; None: give the seat back), in player order
+        due: dict[str, list[tuple[str, int | None]]] = collections.defaultdict(list)
         for key in sorted(players):
             game_id, player_id = key
             since = away_since(records, game_id, player_id, now_ms=now, stale_ms=self.stale_ms)
             if since is None:
                 self._handled.pop(key, None)
                 if key in self._taken:
-                    await self._give_back(key)
-                continue
-            if now - since < self.grace_ms or self._handled.get(key) == since:
-                continue
-            try:
-                async with asyncio.timeout(self.call_seconds):
-                    if await self._take_over(game_id, player_id):
-                        taken += 1
-            except TimeoutError:
-                _log.warning("takeover_failed", game_id=game_id, code="TIMEOUT")
-                continue  # a frozen replica took the call: try again next sweep
-            except grpc.aio.AioRpcError as error:
-                if error.code() not in _FINAL_CODES:
-                    _log.warning("takeover_failed", game_id=game_id, code=error.code().name)
-                    continue  # the game service is unreachable: try again next sweep
-            self._handled[key] = since
+                    due[game_id].append((player_id, None))
+            elif now - since >= self.grace_ms and self._handled.get(key) != since:
+                due[game_id].append((player_id, since))
+        slots = asyncio.Semaphore(self.concurrent_games)
+        outcomes = await asyncio.gather(
+            *(self._act_on_game(game_id, actions, slots) for game_id, actions in due.items()),
+            return_exceptions=True,
+        )
+        taken = 0
+        for game_id, outcome in zip(due, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                # One game's surprise must not stop the others' takeovers; it is asked
+                # again at the next sweep.
+                _log.error("takeover_failed", game_id=game_id, exc_info=outcome)
+            else:
+                taken += outcome
         for key in set(self._handled) - players:
             del self._handled[key]  # the board forgot them (the game ended long ago)
         for key in set(self._taken) - players:
             del self._taken[key]
         self.taken_over += taken
+        return taken
+
+    async def _act_on_game(self, game_id: str, actions: list[tuple[str, int | None]],
+                           slots: asyncio.Semaphore) -> int:
+        """Take over or give back the seats of one game's players (``actions``, from
+        :meth:`sweep`); return how many seats were taken over."""
+        taken = 0
+        async with slots:
+            for player_id, since in actions:
+                key = (game_id, player_id)
+                if since is None:
+                    await self._give_back(key)
+                    continue
+                try:
+                    async with asyncio.timeout(self.call_seconds):
+                        if await self._take_over(game_id, player_id):
+                            taken += 1
+                except TimeoutError:
+                    _log.warning("takeover_failed", game_id=game_id, code="TIMEOUT")
+                    continue  # a frozen replica took the call: try again next sweep
+                except grpc.aio.AioRpcError as error:
+                    if error.code() not in _FINAL_CODES:
+                        _log.warning("takeover_failed", game_id=game_id, code=error.code().name)
+                        continue  # the game service is unreachable: try again next sweep
+                self._handled[key] = since
         return taken
 
     async def _take_over(self, game_id: str, player_id: str) -> bool:

@@ -176,6 +176,84 @@ async def test_a_call_to_a_frozen_replica_does_not_hold_the_takeover_back() -> N
     assert api.taken == [0]
 
 
+class _FrozenReplicaFirst:
+    """A game service behind two replicas: the first call about each game lands on the
+    frozen one and never answers; the calls that waited at once are counted."""
+
+    def __init__(self, broken: str = "") -> None:
+        self.broken = broken
+        """A game whose view fails with something no sweeper expects."""
+        self.asked: set[str] = set()
+        self.waiting = self.most_waiting = 0
+        self.taken: list[str] = []
+
+    async def view(self, game_id: str, seat: int | None) -> SeatView:
+        if game_id == self.broken:
+            raise RuntimeError("a view nobody can read")
+        if game_id not in self.asked:
+            self.asked.add(game_id)
+            self.waiting += 1
+            self.most_waiting = max(self.most_waiting, self.waiting)
+            try:
+                await asyncio.Event().wait()
+            finally:
+                self.waiting -= 1
+        return _public_view_with_a_person_in_seat_0()
+
+    async def control_seat(self, game_id: str, seat: int, *, bot: bool, bot_level: str,
+                           reason: int) -> bool:
+        self.taken.append(game_id)
+        return True
+
+
+async def _away_in_games(board: InProcessPresenceBoard, clock: Clock, games: int) -> None:
+    """A person in each of ``games`` games, all of them on a replica that froze 10 s ago."""
+    for number in range(games):
+        await board.publish(PresenceRecord(f"g{number:03}", "frozen", clock.now - 10_000,
+                                           open={"p": 1}))
+    await board.publish(PresenceRecord("", "alive", clock.now))  # the other one heartbeats
+
+
+async def test_one_sweep_waits_for_a_frozen_replica_once_not_once_per_game() -> None:
+    clock = Clock()
+    board = InProcessPresenceBoard(clock=clock)
+    await _away_in_games(board, clock, 40)
+    api = _FrozenReplicaFirst()
+    sweeper = Takeovers(board, api, grace_ms=3_000, stale_ms=3_000, call_seconds=0.2,
+                        concurrent_games=16, clock=clock)
+
+    assert await sweeper.sweep() == 0  # every first call went to the frozen replica
+    # The games were asked about side by side, as many at once as allowed, not one after
+    # another (one after another, no two calls would ever have waited together).
+    assert api.most_waiting == 16
+    assert len(api.asked) == 40 and api.waiting == 0
+    assert await sweeper.sweep() == 40  # the next sweep asks again: every seat is taken
+    assert sorted(api.taken) == [f"g{number:03}" for number in range(40)]
+    assert await sweeper.sweep() == 0  # and each absence is acted on once
+
+
+async def test_a_game_that_fails_unexpectedly_does_not_stop_the_other_takeovers() -> None:
+    clock = Clock()
+    board = InProcessPresenceBoard(clock=clock)
+    await _away_in_games(board, clock, 3)
+    api = _FrozenReplicaFirst(broken="g001")
+    api.asked = {"g000", "g002"}  # these calls reach a live replica
+    sweeper = Takeovers(board, api, grace_ms=3_000, stale_ms=3_000, call_seconds=0.2,
+                        clock=clock)
+
+    assert await sweeper.sweep() == 2
+    assert sorted(api.taken) == ["g000", "g002"]
+    api.broken = ""
+    api.asked.add("g001")
+    assert await sweeper.sweep() == 1  # the failed one is asked again at the next sweep
+    assert api.taken[-1] == "g001"
+
+
+def test_a_sweeper_needs_room_for_at_least_one_game() -> None:
+    with pytest.raises(ValueError, match="concurrent_games"):
+        Takeovers(InProcessPresenceBoard(), _NoCalls(), concurrent_games=0)
+
+
 @pytest.fixture
 async def nats_board(nats_url: str) -> AsyncIterator[tuple[NatsPresenceBoard, NatsPresenceBoard]]:
     bucket = f"TEST_PRESENCE_{uuid.uuid4().hex[:12]}"
