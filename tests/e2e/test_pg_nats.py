@@ -58,13 +58,14 @@ async def test_two_replicas_share_the_bots_durable_consumer_and_finish_a_match(
     from services.bot.policies import SeatView
     from services.platform.auth import Role, mint_token
 
-    names = {"stream": nats_names.stream, "subject_prefix": nats_names.subject_prefix}
     options = StackOptions(timers=False, presence=False)
     metadata = (("authorization", f"Bearer {mint_token(SECRET, 'tester', Role.SERVICE)}"),)
     async with running_stack(SECRET, store_url=pg_url, nats_url=nats_url, options=options,
-                             **names) as first, \
+                             stream=nats_names.stream,
+                             subject_prefix=nats_names.subject_prefix) as first, \
             running_stack(SECRET, store_url=pg_url, nats_url=nats_url, options=options,
-                          **names) as second, \
+                          stream=nats_names.stream,
+                          subject_prefix=nats_names.subject_prefix) as second, \
             grpc.aio.insecure_channel(first.address) as channel:
         stub = game_pb2_grpc.GameServiceStub(channel)
         players = [common_pb2.Player(player_id=f"bot:basic:{s}", is_bot=True) for s in range(4)]

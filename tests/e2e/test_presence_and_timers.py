@@ -27,7 +27,7 @@ def _automatic_moves_of(events: list[log_pb2.Event], seat: int) -> list[log_pb2.
     for event in events:
         kind = event.hokm.WhichOneof("kind")
         played = kind in ("card_played", "trump_declared")
-        if event.automatic and played and getattr(event.hokm, kind).seat == seat:
+        if event.automatic and played and kind and getattr(event.hokm, kind).seat == seat:
             moves.append(event)
     return moves
 

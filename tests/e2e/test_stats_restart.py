@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import os
 import random
+from collections.abc import Awaitable
 from pathlib import Path
 
 import nats
@@ -66,7 +67,7 @@ async def test_a_killed_stats_process_resumes_without_losing_or_double_counting(
             # The first part trickles in; the others come in bursts (concurrent publishes,
             # so a game's events may also arrive out of order). The process is killed as
             # soon as the second part is in the stream: in the middle of working through it.
-            publishes = []
+            publishes: list[Awaitable[object]] = []
             for game_type, game_id, event in part:
                 entry = log_pb2.LogEntry(event=event)
                 publishes.append(bus.publish(game_type, game_id, [entry]))

@@ -105,8 +105,9 @@ async def test_two_people_enter_as_a_registered_pair_with_partner_and_play_as_on
                 session.close()
 
         async def entrants() -> int:
-            return (await host.call("GetStandings", tournament_pb2.GetStandingsRequest(
-                tournament_id=tournament_id))).tournament.entrants
+            standings: tournament_pb2.GetStandingsResponse = await host.call(
+                "GetStandings", tournament_pb2.GetStandingsRequest(tournament_id=tournament_id))
+            return standings.tournament.entrants
 
         threads = [threading.Thread(target=person, args=(first, second.player_id), daemon=True)]
         threads[0].start()

@@ -37,7 +37,7 @@ def imported_modules(path: Path) -> list[str]:
     """The absolute module names ``path`` imports (relative imports resolved)."""
     module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
     package = module.rpartition(".")[0] if path.name != "__init__.py" else module
-    found = []
+    found: list[str] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
         if isinstance(node, ast.Import):
             found.extend(alias.name for alias in node.names)

@@ -45,7 +45,7 @@ def _first_set_aside(events: list[log_pb2.Event]) -> int:
 def _candidates(redacted: log_pb2.Event, unknown: frozenset[int]) -> list[tuple[tuple[int, ...],
                                                                                   log_pb2.Event]]:
     """Every full event the redacted set-aside could stand for: one per sorted 4-card set."""
-    found = []
+    found: list[tuple[tuple[int, ...], log_pb2.Event]] = []
     for cards in combinations(sorted(unknown), 4):
         candidate = log_pb2.Event()
         candidate.CopyFrom(redacted)

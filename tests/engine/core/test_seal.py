@@ -112,9 +112,12 @@ def test_malformed_receipts_name_their_line(line: str) -> None:
 def _hokm_export() -> str:
     from dast.v1 import hokm_pb2
     from engine import hokm
+    from engine.core.budget import Budget
     from engine.core.testing import play_bots
+    from engine.hokm.expert import DEFAULT_SAMPLES
 
-    log = play_bots(hokm, hokm.bot_policies(None), hokm_pb2.HokmRules(target_score=1),
+    policies = hokm.bot_policies(Budget(DEFAULT_SAMPLES))  # what make_expert does with None
+    log = play_bots(hokm, policies, hokm_pb2.HokmRules(target_score=1),
                     b"s" * 32, ["random"] * 4, 0, at_ms=1)
     return dump_jsonl(chain_log(log))
 

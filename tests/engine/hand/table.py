@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from dast.v1 import common_pb2, hand_pb2, log_pb2
 from engine import hand
@@ -101,7 +102,7 @@ def with_hand(state: HandState, seat: int, text: str) -> HandState:
     return replace(state, hands=tuple(hands))
 
 
-def act(state: HandState, seat: int, **move: object) -> tuple[list[log_pb2.Event], HandState]:
+def act(state: HandState, seat: int, **move: Any) -> tuple[list[log_pb2.Event], HandState]:
     """Decide one command (e.g. ``discard=hand_pb2.Discard(card=…)``) and fold its events."""
     events = hand.decide(state, hand_command(seat, **move))
     for event in events:

@@ -17,7 +17,7 @@ from engine.core.budget import Budget
 from engine.core.cards import iter_cards, mask_of
 from engine.core.rng import DeterministicRandom
 from engine.core.testing import bot_players, play_match
-from engine.hand.bots import basic_policy
+from engine.hand.basic_bot import basic_policy
 from engine.hand.expert import make_expert
 from engine.hand.melds import validate_meld
 from engine.hand.state import HandState, Phase, TableMeld

@@ -4,10 +4,11 @@ end (docs/rules/hand.md "End of a round", "Scoring", "Players, seats and the dea
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
-from dast.v1 import hand_pb2
+from dast.v1 import hand_pb2, log_pb2
 from engine import hand
 from engine.core.errors import RuleViolation
 from engine.hand.errors import HandCode
@@ -20,13 +21,13 @@ def discard(text: str) -> dict[str, object]:
 
 
 def going_out(hands: list[str], *, opened: list[int], rules: hand_pb2.HandRules | None = None,
-              **flags: bool) -> HandState:
+              **flags: Any) -> HandState:
     """Seat 0 after its draw, holding ``hands[0]``; ``flags`` set the turn's flags."""
     state = turn_of(table(hands, rules=rules), 0, phase=Phase.PLAY, discard="2♣", opened=opened)
     return replace(state, **flags)
 
 
-def ended(events: list) -> hand_pb2.HandRoundEnded:  # type: ignore[type-arg]
+def ended(events: list[log_pb2.Event]) -> hand_pb2.HandRoundEnded:
     return next(e.hand.round_ended for e in events if e.hand.WhichOneof("kind") == "round_ended")
 
 

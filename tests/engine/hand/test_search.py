@@ -5,13 +5,14 @@ is given (engine/hand/screens.py)."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from engine.core.cards import mask_of
 from engine.hand._search import Search
 from engine.hand.screens import alive_faces, alive_of_faces, faces_of
 
 
-def _search(counts: list[int], mode: str, **masks: int) -> Search:
+def _search(counts: list[int], mode: str, **masks: Any) -> Search:
     return Search(
         counts=list(counts), jokers=1, mode=mode, max_jokers=1, ace_low_value=1,
         joker_penalty=15, keep=1, exact_left=False, runs=[], sets=[], spare_joker_room=0,

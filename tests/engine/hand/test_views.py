@@ -48,6 +48,7 @@ def test_the_server_seed_is_committed_stripped_from_every_copy_and_revealed_at_t
     for seat in (0, 1, None):
         assert not hand.redact(events[0], seat).hand.match_started.fairness.server_seed
     setup = hand.setup_of(events[0])
+    assert isinstance(setup.rules, hand_pb2.HandRules)
     assert setup.server_seed == SEED and setup.players == tuple(group)
     assert setup.rules.open_min == 51 and setup.rules.rounds == 5  # resolved defaults
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+from typing import Required, TypedDict
 
 import pytest
 
@@ -23,7 +24,16 @@ from engine.hokm.state import HokmState, Phase
 
 from .notation import VARIANT, players
 
-_SETUPS = {
+
+class _Setup(TypedDict, total=False):
+    """The rules options of one setup, given to ``HokmRules``."""
+
+    variant: Required[hokm_pb2.HokmVariant.ValueType]
+    play_all_tricks: bool
+    trump_2p: hokm_pb2.Trump2p.ValueType
+
+
+_SETUPS: dict[str, _Setup] = {
     "4p": dict(variant=VARIANT[4]),
     "4p-all-tricks": dict(variant=VARIANT[4], play_all_tricks=True),
     "3p": dict(variant=VARIANT[3]),
@@ -44,11 +54,11 @@ def _random_command(state: HokmState, rng: random.Random) -> hokm_pb2.HokmComman
     return rng.choice(hokm.legal(state, state.turn)).hokm
 
 
-def _play_round_side_by_side(setup: dict[str, int], seed: bytes, rng: random.Random) -> int:
+def _play_round_side_by_side(setup: _Setup, seed: bytes, rng: random.Random) -> int:
     """One round (target score 1 ends the match with it) through the engine and the core;
     the number of core moves compared."""
     seats = {VARIANT[4]: 4, VARIANT[3]: 3, VARIANT[2]: 2}[setup["variant"]]
-    rules = hokm_pb2.HokmRules(target_score=1, **setup)  # type: ignore[arg-type]
+    rules = hokm_pb2.HokmRules(target_score=1, **setup)
     state = hokm.replay(hokm.start(rules, seed, players(seats)))
     rnd: FastRound | None = None
     compared = 0

@@ -3,7 +3,10 @@ after it and documented in docs/rules/hokm.md "Readings"."""
 
 from __future__ import annotations
 
-from dast.v1 import hokm_pb2
+from typing import Any
+
+from dast.v1 import hokm_pb2, log_pb2
+from engine.hokm.state import HokmState
 
 from .notation import first, kinds, play, position, run
 
@@ -11,7 +14,9 @@ HAKEM_TAKES_LAST = ["A♠", "2♥", "3♥", "4♥"]  # seat 0 (trump ace) wins w
 SEAT1_TAKES_LAST = ["2♥", "A♠", "3♥", "4♥"]
 
 
-def _last_trick(hands: list[str], won: tuple[int, ...], **options: object):
+def _last_trick(
+    hands: list[str], won: tuple[int, ...], **options: Any
+) -> tuple[list[log_pb2.Event], HokmState]:
     """Play the last trick of a round, led by seat 0 (the hakem), each seat's first card."""
     state = position(hands, hakem=0, leader=0, tricks_won=won, **options)
     return run(state, *(play(seat, hands[seat].split()[0]) for seat in range(len(hands))))

@@ -4,8 +4,10 @@ hakem_rotation and target_score."""
 
 from __future__ import annotations
 
-from dast.v1 import hokm_pb2
-from engine.hokm.state import Phase
+from typing import Any
+
+from dast.v1 import hokm_pb2, log_pb2
+from engine.hokm.state import HokmState, Phase
 
 from .notation import first, kinds, play, position, run
 
@@ -13,7 +15,9 @@ LAST_TRICK = ["A♠", "2♥", "3♥", "4♥"]  # seat 0 (trump ace) wins whoever
 SEAT1_WINS = ["2♥", "A♠", "3♥", "4♥"]
 
 
-def _finish(winner_hands: list[str], won: tuple[int, ...], hakem: int = 0, **options: object):
+def _finish(
+    winner_hands: list[str], won: tuple[int, ...], hakem: int = 0, **options: Any
+) -> tuple[list[log_pb2.Event], HokmState]:
     state = position(winner_hands, hakem=hakem, leader=0, tricks_won=won, **options)
     return run(state, *(play(s, winner_hands[s].split()[0]) for s in range(4)))
 

@@ -4,10 +4,11 @@ majority (tricks_to_win_3p) and the per-player scores (points_*_3p)."""
 from __future__ import annotations
 
 from itertools import combinations
+from typing import Any
 
 import pytest
 
-from dast.v1 import hokm_pb2
+from dast.v1 import hokm_pb2, log_pb2
 from engine import hokm
 from engine.core.cards import iter_cards, popcount
 from engine.core.errors import Code, InvalidCommand
@@ -15,13 +16,13 @@ from engine.core.fairness import deck_key
 from engine.core.legal import LegalEntries
 from engine.core.rng import DeterministicRandom
 from engine.hokm.errors import HokmCode
-from engine.hokm.state import Phase
+from engine.hokm.state import HokmState, Phase
 
 from .notation import SEED, first, kinds, play, position, run, set_aside, started, violation
 from .notation import declare as declare_cmd
 
 
-def _declared():
+def _declared() -> tuple[list[log_pb2.Event], HokmState]:
     _, state = started(3)
     events, state = run(state, declare_cmd(state.hakem, "♥"))
     return events, state
@@ -138,7 +139,9 @@ def test_random_set_aside_is_uniform_over_the_combinations() -> None:
     assert all(kinds(hokm.decide(state, c)) == ["cards_set_aside"] for c in drawn)
 
 
-def _finish3(hands: list[str], won: tuple[int, int, int], **options: object):
+def _finish3(
+    hands: list[str], won: tuple[int, int, int], **options: Any
+) -> tuple[list[log_pb2.Event], HokmState]:
     state = position(hands, hakem=0, leader=0, tricks_won=won, **options)
     return run(state, *(play(s, hands[s].split()[0]) for s in range(3)))
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dast.v1 import common_pb2
+from dast.v1 import common_pb2, hokm_pb2
 from engine import hokm
 
 from .notation import SEED, declare, play, players, position, rules, run, started
@@ -48,6 +48,7 @@ def test_setup_of_returns_starts_arguments() -> None:
     given[1].client_seed = b"abc"
     events = hokm.start(rules(4, random_partners=True), SEED, given)
     setup = hokm.setup_of(events[0])
+    assert isinstance(setup.rules, hokm_pb2.HokmRules)  # MatchSetup.rules is typed as Message
     assert setup.players == tuple(given) and setup.server_seed == SEED
     assert hokm.start(setup.rules, setup.server_seed, setup.players) == events
 

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from dast.v1 import hokm_pb2, log_pb2
 from engine import hokm
 from engine.core.cards import card_name, parse_card, popcount
@@ -38,7 +40,14 @@ def test_hakem_declares_option_deals_five_first() -> None:
     assert [popcount(h) for h in after.hands] == [13, 13] and after.trump == 3
 
 
-PILES = {"pile_a": "K♣ 2♦ 3♦", "pile_b": "Q♥ 4♦ 5♦"}
+class _Piles(TypedDict):
+    """The two piles' cards, as ``position`` takes them."""
+
+    pile_a: str
+    pile_b: str
+
+
+PILES: _Piles = {"pile_a": "K♣ 2♦ 3♦", "pile_b": "Q♥ 4♦ 5♦"}
 
 
 def test_trick_winner_chooses_a_pile_and_loser_takes_the_other() -> None:

@@ -82,6 +82,7 @@ def test_asks_by_or_for_players_who_entered_lapse() -> None:
 
 def test_asks_follow_the_registration_rules() -> None:
     run = make_run(2, start=False, max_entrants=3)
+    refused: pytest.ExceptionInfo[RuleViolation]  # also holds the InvalidCommand below
     with pytest.raises(InvalidCommand) as refused:
         run.apply(AskPartner("ann", "ann"))
     assert refused.value.code == TournamentCode.WRONG_TEAM_SIZE

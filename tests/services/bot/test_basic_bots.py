@@ -9,6 +9,7 @@ from dast.v1 import common_pb2, hand_pb2, hokm_pb2
 from engine import hand, hokm
 from engine.core.rng import DeterministicRandom
 from engine.hand import basic_bot as hand_basic
+from engine.hand.bots import Policy
 from engine.hand.sim import play_match as play_hand
 from engine.hokm import basic_bot as hokm_basic
 from engine.hokm.sim import play_match as play_hokm
@@ -30,7 +31,7 @@ def test_basic_declares_the_suit_held_most_not_the_highest() -> None:
     view = hokm_pb2.HokmView(
         phase=hokm_pb2.HOKM_PHASE_DECLARE_TRUMP, hand=hand_cards,
         legal=[hokm_pb2.HokmCommand(declare_trump=hokm_pb2.DeclareTrump(suit=s))
-               for s in (1, 2, 3, 4)],
+               for s in map(common_pb2.Suit.ValueType, (1, 2, 3, 4))],
     )
     command = hokm_basic.basic_policy(view, RNG)
     assert command.declare_trump.suit == common_pb2.SUIT_SPADES
@@ -107,8 +108,8 @@ def test_basic_keeps_fewer_penalty_points_than_greedy_at_hand() -> None:
     basic_wins = greedy_wins = 0
     for match in range(40):
         basic_first = match % 2 == 0
-        policies = ([hand_basic.basic_policy, "greedy"] if basic_first
-                    else ["greedy", hand_basic.basic_policy])
+        policies: list[str | Policy] = ([hand_basic.basic_policy, "greedy"] if basic_first
+                                        else ["greedy", hand_basic.basic_policy])
         events = play_hand(hand_pb2.HandRules(players=2, rounds=1),
                            match.to_bytes(32, "big"), policies, match)
         totals = list(events[-1].hand.match_ended.totals)

@@ -13,6 +13,7 @@ from dast.v1 import common_pb2, hokm_pb2, lobby_pb2, log_pb2
 from services.bot.client import GrpcGameApi
 from services.bot.seats import LogSeats
 from services.bot.timers import Deadline, TurnTimers, pending_deadlines
+from services.platform.bus import KnowsLastEvents
 from tests.e2e.helpers import SECRET, Guest, stack, wait_for
 
 
@@ -61,7 +62,9 @@ async def test_a_deadline_fired_by_two_replicas_appends_one_automatic_move(
             return (await guest.view(table.game_id)).turn == 0
 
         await wait_for(players_turn)
-        pending = [d for d in pending_deadlines(await run.stack.bus.last_events())
+        bus = run.stack.bus
+        assert isinstance(bus, KnowsLastEvents)
+        pending = [d for d in pending_deadlines(await bus.last_events())
                    if d.game_id == table.game_id]
         assert len(pending) == 1
         replicas = [TurnTimers(GrpcGameApi(channel, SECRET), LogSeats()) for _ in range(2)]

@@ -7,18 +7,18 @@ it from these on start, so they never read the event store's tables themselves.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 from services.compose import in_process_bus
 from services.platform.bus import InProcessBus, KnowsLastEvents
+from services.platform.bus_nats import NatsBus
 from services.platform.store import open_store
 from tests.services.platform.helpers import HOKM, make_entries
 
 
 async def test_nats_hands_over_the_last_message_of_every_game(
-    nats_bus_factory: Callable[..., Any],
+    nats_bus_factory: Callable[..., Awaitable[NatsBus]],
 ) -> None:
     bus = await nats_bus_factory()
     assert isinstance(bus, KnowsLastEvents)

@@ -19,8 +19,8 @@ from services.platform.bus import Published
 from services.platform.bus_nats import BusUnavailable, NatsBus
 from services.platform.relay import Relay
 from services.platform.store import open_store
-from tests.conftest import PrivateNats
 from tests.services.platform.helpers import HOKM, continue_log, make_entries
+from tests.support.servers import PrivateNats
 
 TIMEOUT = 30.0
 

@@ -15,6 +15,7 @@ import collections
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypedDict
 
 import nats
 import pytest
@@ -23,10 +24,19 @@ from services.platform.bus import InProcessBus, LogEntry
 from services.platform.bus_nats import NatsBus
 from services.platform.relay import Relay
 from services.platform.store import MemoryEventStore, OutboxStore, open_store
-from tests.conftest import PrivateNats
 from tests.services.platform.helpers import HOKM, continue_log, make_entries
+from tests.support.servers import PrivateNats
 
 WINDOW_SECONDS = 1.0
+
+
+class _BusOptions(TypedDict):
+    """The :class:`NatsBus` keyword arguments of the test's stream."""
+
+    stream: str
+    subject_prefix: str
+    duplicate_window_seconds: float
+    request_timeout_seconds: float
 
 
 class RememberingBus(InProcessBus):
@@ -200,7 +210,7 @@ async def test_every_event_is_stored_once_after_a_crash_and_an_outage_past_the_w
     private_nats: PrivateNats, tmp_path: Path
 ) -> None:
     tag = uuid.uuid4().hex[:8]
-    options = {
+    options: _BusOptions = {
         "stream": f"ONCE_{tag}",
         "subject_prefix": f"once{tag}.events",
         "duplicate_window_seconds": WINDOW_SECONDS,

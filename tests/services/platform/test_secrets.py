@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import stat
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 from typer.testing import CliRunner
@@ -28,6 +29,13 @@ DATABASE = "postgresql+psycopg://dast:pg-pass-word@db:5432/dast"
 NATS = "nats://nats-user:nats-pass-word@nats:4222"
 
 
+class _Url(TypedDict, total=False):
+    """One of the :class:`Settings` URLs that make a deployment."""
+
+    database_url: str
+    nats_url: str
+
+
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("DAST_JWT_SECRET", "DAST_SIGNING_KEY", "DAST_DATABASE_URL", "DAST_NATS_URL"):
@@ -35,7 +43,7 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("url", [{"database_url": DATABASE}, {"nats_url": NATS}])
-async def test_a_deployment_refuses_to_start_without_a_jwt_secret(url: dict[str, str]) -> None:
+async def test_a_deployment_refuses_to_start_without_a_jwt_secret(url: _Url) -> None:
     settings = Settings(signing_key=SIGNING_KEY, **url)
     with pytest.raises(ConfigError, match="DAST_JWT_SECRET is unset") as refused:
         await run(settings)

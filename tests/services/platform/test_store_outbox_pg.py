@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import pytest
@@ -214,7 +214,9 @@ def test_the_relay_connection_in_autocommit_never_goes_back_to_the_pool(
     borrowed = [store._engine.raw_connection() for _ in range(5)]
     try:
         assert all(connection.driver_connection is not kept for connection in borrowed)
-        assert not any(connection.driver_connection.autocommit for connection in borrowed)
+        # driver_connection is typed Optional[Any]: a live pooled connection has its driver's.
+        assert not any(cast(psycopg.Connection[Any], connection.driver_connection).autocommit
+                       for connection in borrowed)
     finally:
         for connection in borrowed:
             connection.close()

@@ -52,6 +52,7 @@ def play(game: Game, rules: object, index: int, *, takeovers: bool = True,
     seats = game.seat_count(rules)
     people = draw.sample(PEOPLE, seats)
     players = []
+    seat: int | None  # a seat, then whose turn it is (None once the match is over)
     for seat in range(seats):
         if draw.random() < 0.35:
             level = draw.choice(BOT_LEVELS)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from openskill.models import PlackettLuce
 
@@ -20,6 +20,7 @@ from dast.v1 import common_pb2, hand_pb2, hokm_pb2, log_pb2
 KOTS = {hokm_pb2.ROUND_RESULT_KOT, hokm_pb2.ROUND_RESULT_HAKEM_KOT, hokm_pb2.ROUND_RESULT_SHELEM}
 HOKM_MOVES = {"card_played", "cards_set_aside", "pile_cards_taken"}
 HAND_MOVES = {"card_drawn", "melds_laid", "card_laid_off", "joker_retrieved", "card_discarded"}
+GameType: TypeAlias = common_pb2.GameType.ValueType
 
 
 def who(player: common_pb2.Player) -> str:
@@ -31,16 +32,16 @@ def who(player: common_pb2.Player) -> str:
 
 @dataclass
 class Expected:
-    players: dict[tuple[str, int, str], dict[str, Any]] = field(default_factory=dict)
-    counters: dict[tuple[str, int, str, str], int] = field(default_factory=dict)
-    periods: dict[tuple[str, int, str, str], dict[str, Any]] = field(default_factory=dict)
+    players: dict[tuple[str, GameType, str], dict[str, Any]] = field(default_factory=dict)
+    counters: dict[tuple[str, GameType, str, str], int] = field(default_factory=dict)
+    periods: dict[tuple[str, GameType, str, str], dict[str, Any]] = field(default_factory=dict)
     matches: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
 class Finished:
     game_id: str
-    game_type: int
+    game_type: GameType
     variant: str
     subjects: list[str]
     is_bot: list[bool]
@@ -54,21 +55,21 @@ class Finished:
 def read_log(game_id: str, events: list[log_pb2.Event], expected: Expected) -> Finished | None:
     first = events[0]
     if first.WhichOneof("game") == "hokm":
-        started = first.hokm.match_started
+        hokm_started = first.hokm.match_started
         game_type = common_pb2.GAME_TYPE_HOKM
         size = {hokm_pb2.HOKM_VARIANT_THREE_PLAYERS: 3,
-                hokm_pb2.HOKM_VARIANT_TWO_PLAYERS: 2}.get(started.rules.variant, 4)
+                hokm_pb2.HOKM_VARIANT_TWO_PLAYERS: 2}.get(hokm_started.rules.variant, 4)
         variant = f"{size}p"
-        order = list(started.seating) or list(range(size))
-        players = [started.players[i] for i in order]
+        order = list(hokm_started.seating) or list(range(size))
+        players = [hokm_started.players[i] for i in order]
         teams = [[0, 2], [1, 3]] if size == 4 else [[s] for s in range(size)]
     else:
-        started = first.hand.match_started
+        hand_started = first.hand.match_started
         game_type = common_pb2.GAME_TYPE_HAND
-        size = len(started.players)
-        together = started.rules.partnerships and size == 4
+        size = len(hand_started.players)
+        together = hand_started.rules.partnerships and size == 4
         variant = f"{size}p" + ("-partnerships" if together else "")
-        players = list(started.players)
+        players = list(hand_started.players)
         teams = [[0, 2], [1, 3]] if together else [[s] for s in range(size)]
     subjects = [who(p) for p in players]
     holder = [False] * size
@@ -89,6 +90,7 @@ def read_log(game_id: str, events: list[log_pb2.Event], expected: Expected) -> F
             holder[event.seat_control.seat] = event.seat_control.bot
             continue
         member = event.WhichOneof("game")
+        assert member is not None  # every event but a seat control's belongs to a game
         body = getattr(event, member)
         kind = body.WhichOneof("kind")
         mover = None
@@ -155,7 +157,7 @@ def recompute(logs: dict[str, list[log_pb2.Event]],
     assert sorted(rating_order) == sorted(done.game_id for done in finished)
     assert sorted(rating_order.values()) == list(range(1, len(finished) + 1))
     model = PlackettLuce()
-    skill: dict[tuple[str, int, str], Any] = defaultdict(lambda: model.rating())
+    skill: dict[tuple[str, GameType, str], Any] = defaultdict(lambda: model.rating())
     for done in sorted(finished, key=lambda d: rating_order[d.game_id]):
         keys = [(s, done.game_type, done.variant) for s in done.subjects]
         before = {key: skill[key] for key in keys}
@@ -202,6 +204,11 @@ def recompute(logs: dict[str, list[log_pb2.Event]],
         skill.update(after)
     for key, row in expected.players.items():
         rating = skill.get(key)
-        row["mu"] = rating.mu if row["rated"] else 0.0
-        row["sigma"] = rating.sigma if row["rated"] else 0.0
+        if row["rated"]:
+            assert rating is not None  # a rated subject's key went through ``skill``
+            row["mu"] = rating.mu
+            row["sigma"] = rating.sigma
+        else:
+            row["mu"] = 0.0
+            row["sigma"] = 0.0
     return expected

@@ -9,7 +9,8 @@ import random
 import pytest
 
 from dast.v1 import log_pb2
-from engine.core.stats import stats_of
+from engine.core.protocol import Game
+from engine.core.stats import GameStats, stats_of
 from services.platform.bus import Published
 from services.stats import store as store_module
 from services.stats.projector import MAX_BUFFERED, Delivery, Projector, periods_of, subject_of
@@ -39,6 +40,12 @@ def _interleaved(seed: int, matches: list[Match] = MATCHES) -> list[Delivery]:
     return mixed
 
 
+def _stats(game: Game) -> GameStats:
+    stats = stats_of(game)
+    assert stats is not None
+    return stats
+
+
 def _project(projector: Projector, deliveries: list[Delivery], batch: int) -> int:
     applied = 0
     for start in range(0, len(deliveries), batch):
@@ -53,7 +60,7 @@ def test_interleaved_games_project_to_the_recomputation(batch: int) -> None:
     deliveries = _interleaved(batch)
     assert _project(projector, deliveries, batch) == len(deliveries)
     expected = assert_matches_logs(store, LOGS)
-    assert len(expected.matches) == sum(len(stats_of(m.game).frame(m.events[0]).players)
+    assert len(expected.matches) == sum(len(_stats(m.game).frame(m.events[0]).players)
                                         for m in MATCHES)
     assert projector.buffered == 0
 

@@ -29,7 +29,7 @@ from tests.services.stats.checks import assert_matches_logs
 
 pytestmark = pytest.mark.timeout(180)
 
-RULES: list[tuple[int, str, Any]] = [
+RULES: list[tuple[common_pb2.GameType.ValueType, str, Any]] = [
     (common_pb2.GAME_TYPE_HOKM, "hokm", hokm_pb2.HokmRules(
         variant=hokm_pb2.HOKM_VARIANT_FOUR_PLAYERS, target_score=1, turn_seconds=5)),
     (common_pb2.GAME_TYPE_HOKM, "hokm", hokm_pb2.HokmRules(
@@ -165,7 +165,8 @@ async def _pages(call: Any, request: Any, items: str, metadata: Any) -> list[Any
         request.page_token = reply.next_page_token
 
 
-async def _check_boards(stats: Any, metadata: Any, variants: set[tuple[int, str]]) -> None:
+async def _check_boards(stats: Any, metadata: Any,
+                        variants: set[tuple[common_pb2.GameType.ValueType, str]]) -> None:
     for game_type, variant in sorted(variants):
         whole = await stats.GetLeaderboard(stats_pb2.GetLeaderboardRequest(
             game_type=game_type, variant=variant, page_size=100), metadata=metadata)
