@@ -124,17 +124,6 @@ class Samples:
         return len(ordered) / seconds, p99
 
 
-def quiet_client_collector() -> None:
-    """Keep the bench client's own garbage collector out of the latencies it times.
-
-    The client holds every game's precomputed match and a sample per call: a full
-    collection scans all of it and stalls every call in flight (56-72 ms on this machine,
-    about one paced run in two), which the p99 then reports as the server's. The client
-    settles its collector as the servers do, once its scripts are built.
-    """
-    settle_collector()
-
-
 async def _run_echo(address: str, games: int, seconds: float) -> float:
     async with grpc.aio.insecure_channel(address) as channel:
         call = channel.unary_unary(ECHO_METHOD)
@@ -142,7 +131,7 @@ async def _run_echo(address: str, games: int, seconds: float) -> float:
             game_id="x" * 32, command_id="y" * 16,
         ).SerializeToString()
         samples = Samples()
-        quiet_client_collector()
+        settle_collector()  # the client's own collections stay out of what it times
         stop = time.perf_counter() + seconds
 
         async def loop() -> None:
@@ -228,7 +217,10 @@ async def _run_game(
         stub = game_pb2_grpc.GameServiceStub(channel)
         samples = Samples()
         tag = uuid.uuid4().hex[:12]
-        quiet_client_collector()
+        # The client holds every game's precomputed match and a sample per call: a full
+        # collection of it (56-72 ms here) would stall every call in flight and be timed as
+        # the server's latency. It settles its collector as the servers do.
+        settle_collector()
         started = time.perf_counter()
         stop = started + seconds
         await asyncio.gather(

@@ -81,11 +81,11 @@ from bench.game_service import (
     _reachable,
     _script,
     _setup,
-    quiet_client_collector,
 )
 from bench.places import Place, fresh_place
 from bench.report import print_figures
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, log_pb2
+from services.compose import settle_collector
 from services.platform.auth import Role, mint_token
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -477,15 +477,12 @@ def _fan_out(held: Sequence[HeldStreams], events: int, gap: float) -> None:
 
 
 def _stream_report(held: HeldStreams) -> StreamFigures:
-    """Tell the clients the last id sent, and reduce what they saw."""
-    try:
-        for process in held.processes:
-            assert process.stdin is not None
-            process.stdin.write(f"{held.last}\n")
-            process.stdin.flush()
-        reports = [_read_json(process) for process in held.processes]
-    finally:
-        held.close()
+    """Tell the clients the last id sent, and reduce what they saw (the caller ends them)."""
+    for process in held.processes:
+        assert process.stdin is not None
+        process.stdin.write(f"{held.last}\n")
+        process.stdin.flush()
+    reports = [_read_json(process) for process in held.processes]
     open_streams = sum(report["opened"] for report in held.opened)
     refused: collections.Counter[str] = collections.Counter()
     for report in held.opened:
@@ -594,7 +591,7 @@ async def _drive(
             await stub.GetSigningKey(game_pb2.GetSigningKeyRequest(), metadata=metadata)
 
         tag = uuid.uuid4().hex[:12]  # games of their own
-        quiet_client_collector()
+        settle_collector()  # as the servers do: no full collection inside the timed window
         samples = Samples(since=time.perf_counter() + warmup)
         play = asyncio.ensure_future(asyncio.gather(*(
             _play(stubs[n % len(stubs)], metadata, n, samples.since + seconds, samples,
