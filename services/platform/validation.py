@@ -91,6 +91,34 @@ def id_problem(value: str, *, max_chars: int = MAX_ID_CHARS) -> str | None:
     return None
 
 
+QUOTED_INPUT_CHARS: Final = 24
+"""Most characters of a caller's input an error message quotes back."""
+
+
+def quoted_input(value: str, *, max_chars: int = QUOTED_INPUT_CHARS) -> str:
+    """A caller's ``value`` as an error message may quote it: a short prefix, escaped, so a
+    message never carries a path, a 70 kB string or a control character back to a log or a
+    screen.
+
+    >>> quoted_input("t-1")
+    "'t-1'"
+    >>> quoted_input("a\\nb")
+    "'a\\\\nb'"
+    >>> quoted_input("x" * 30)
+    "'xxxxxxxxxxxxxxxxxxxxxxxx…' (30 characters)"
+    """
+    escaped = "".join(_escaped_char(char) for char in value[:max_chars])
+    if len(value) <= max_chars:
+        return f"'{escaped}'"
+    return f"'{escaped}…' ({len(value)} characters)"
+
+
+def _escaped_char(char: str) -> str:
+    if char in "'\\":
+        return "\\" + char
+    return char if char.isprintable() else ascii(char)[1:-1]
+
+
 def check_id(
     value: str, field: str, *, min_chars: int = 1, max_chars: int = MAX_ID_CHARS
 ) -> str:
