@@ -104,6 +104,11 @@ class Settings(BaseSettings):
     log_level: str = "info"
     log_json: bool = True
     token_ttl_seconds: int = 24 * 3600
+    oidc_providers: str = ""
+    """The OpenID Connect providers whose ID tokens sign players in: a JSON list of objects
+    (name, issuer, audiences, jwks_url or static_keys), read by
+    :func:`services.accounts.oidc_providers.parse_providers` (docs/accounts.md "Identity
+    providers"); empty: none."""
     presence_grace_seconds: float = 15.0
     """How long a player's game stream may be gone before a bot takes the seat."""
     presence_heartbeat_seconds: float = Field(default=5.0, gt=0)
