@@ -16,6 +16,7 @@ import grpc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from jwt.warnings import InsecureKeyLengthWarning
 
 from services.accounts.oidc import (
     CLOCK_SKEW_SECONDS,
@@ -313,6 +314,17 @@ async def test_token_signed_by_another_key_under_a_published_kid_is_refused(
 ) -> None:
     token = idp.forge_header(key_pairs["attacker"], {"alg": "RS256", "kid": "r1"})
     assert await refused(verifier, token) == R.ID_TOKEN_INVALID
+
+
+async def test_token_signed_with_a_short_rsa_key_is_refused(
+    idp: LocalIdp, verifier: IdTokenVerifier
+) -> None:
+    idp.publish(rsa_key("short", bits=1024))
+    with pytest.warns(InsecureKeyLengthWarning):  # PyJWT signs, warning
+        token = idp.mint("short")
+    error = await refusal(verifier, token)
+    assert error.reason == R.ID_TOKEN_INVALID
+    assert "1024" in error.message
 
 
 async def test_key_embedded_in_the_header_is_ignored(
