@@ -31,11 +31,12 @@ import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.places import fresh_schema
+from bench.places import delete_streams, fresh_schema
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2
 from services.compose import StackOptions, running_stack
 from services.platform.auth import Role, mint_token
 from services.platform.bus import Bus
+from services.platform.nats_names import NatsNames
 
 SECRET = "bench-secret-of-the-bot-tables-0123456789abcdef"
 DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -97,22 +98,16 @@ async def pg_nats(matches: int, tables: int, target: int) -> float:
     """Matches per minute on PostgreSQL and NATS JetStream."""
     database_url = os.environ.get("DAST_TEST_DATABASE_URL", DEFAULT_DATABASE_URL)
     nats_url = os.environ.get("DAST_TEST_NATS_URL", DEFAULT_NATS_URL)
-    tag = uuid.uuid4().hex[:10]
-    nats_options: dict[str, Any] = {"stream": f"BENCH_{tag}",
-                                    "subject_prefix": f"bench{tag}.events"}
+    deployment = f"bench{uuid.uuid4().hex[:10]}"
     with fresh_schema(database_url) as url:
         options = StackOptions(timers=False, presence=False)
         try:
             async with running_stack(SECRET, store_url=url, nats_url=nats_url, options=options,
-                                     **nats_options) as run:
+                                     deployment=deployment) as run:
                 return await _play(run.address, run.stack.bus, matches, tables, target)
         finally:
-            import nats
-
             with contextlib.suppress(Exception):
-                connection = await nats.connect(nats_url, connect_timeout=2)
-                await connection.jetstream().delete_stream(nats_options["stream"])
-                await connection.close()
+                await delete_streams(nats_url, NatsNames(deployment))
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""A bench run's own PostgreSQL schema and JetStream stream: empty at the start, dropped after.
+"""A bench run's own PostgreSQL schema and NATS deployment: empty at the start, dropped after.
 
 Benches that write through PostgreSQL and NATS used the servers' shared defaults (the
 ``test`` database's ``public`` schema, the ``DAST_EVENTS`` stream), so every run started on
@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.engine import make_url
 
+from services.platform.nats_names import NatsNames
+
 
 @dataclass(frozen=True)
 class Place:
@@ -26,13 +28,22 @@ class Place:
 
     database_url: str
     """The bench's database URL, its ``search_path`` set to the run's own schema."""
-    nats_stream: str
-    nats_subject_prefix: str
+    deployment: str
+    """The run's own deployment name on NATS (its streams and subjects)."""
+
+    @property
+    def nats_stream(self) -> str:
+        """The run's games' events stream."""
+        return NatsNames(self.deployment).events_stream
+
+    @property
+    def nats_subject_prefix(self) -> str:
+        """Its subjects' prefix."""
+        return NatsNames(self.deployment).events_prefix
 
     def env(self) -> dict[str, str]:
         """The settings a server of the run gets (``dast serve``'s environment)."""
-        return {"DAST_DATABASE_URL": self.database_url, "DAST_NATS_STREAM": self.nats_stream,
-                "DAST_NATS_SUBJECT_PREFIX": self.nats_subject_prefix}
+        return {"DAST_DATABASE_URL": self.database_url, "DAST_DEPLOYMENT": self.deployment}
 
 
 def _libpq(url: str) -> str:
@@ -58,26 +69,27 @@ def fresh_schema(database_url: str) -> Iterator[str]:
 
 @contextlib.contextmanager
 def fresh_place(database_url: str, nats_url: str) -> Iterator[Place]:
-    """A new schema and stream names for one run; both are dropped when it ends (the stream
-    is made by the first server that publishes). Not from inside an event loop: the stream
-    is deleted with ``asyncio.run``."""
+    """A new schema and deployment name for one run; both are dropped when it ends (the
+    streams are made by the first server that uses them). Not from inside an event loop:
+    the streams are deleted with ``asyncio.run``."""
     tag = uuid.uuid4().hex[:12]
     with fresh_schema(database_url) as url:
-        place = Place(database_url=url, nats_stream=f"BENCH_{tag.upper()}",
-                      nats_subject_prefix=f"bench{tag}.events")
+        place = Place(database_url=url, deployment=f"bench{tag}")
         try:
             yield place
         finally:
-            asyncio.run(_delete_stream(nats_url, place.nats_stream))
+            asyncio.run(delete_streams(nats_url, NatsNames(place.deployment)))
 
 
-async def _delete_stream(nats_url: str, stream: str) -> None:
+async def delete_streams(nats_url: str, names: NatsNames) -> None:
+    """Drop every stream (and the presence bucket) of a bench's deployment that exists."""
     import nats
     import nats.js.errors
 
     client = await nats.connect(nats_url)
     try:
-        with contextlib.suppress(nats.js.errors.NotFoundError):
-            await client.jetstream().delete_stream(stream)
+        for stream in names.streams:
+            with contextlib.suppress(nats.js.errors.NotFoundError):
+                await client.jetstream().delete_stream(stream)
     finally:
         await client.close()

@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 from dast.v1 import common_pb2, log_pb2, tournament_pb2, tournament_pb2_grpc
 from engine import tournament as engine
 from services.platform.auth import Role, mint_token
+from services.platform.nats_names import NatsNames
 from services.tournament import chain
 from tests.support.processes import ServiceProcess
 from tests.support.servers import free_port
@@ -99,10 +100,7 @@ class Run:
     def env(self, game_target: str) -> dict[str, str]:
         return {
             **os.environ, "DAST_DATABASE_URL": self.scoped_url, "DAST_NATS_URL": self.nats_url,
-            "DAST_NATS_STREAM": f"BENCH_{self.name}",
-            "DAST_NATS_SUBJECT_PREFIX": f"bench_{self.name}.events",
-            "DAST_NATS_TABLES_STREAM": f"BENCH_{self.name}_TABLES",
-            "DAST_NATS_TABLES_PREFIX": f"bench_{self.name}.tables",
+            "DAST_DEPLOYMENT": self.schema,
             "DAST_JWT_SECRET": SECRET, "DAST_SIGNING_KEY": SIGNING_KEY,
             "DAST_GAME_TARGET": game_target, "DAST_LOG_LEVEL": "warning",
             # The bots of a benchmark act for thousands of seats at machine speed.
@@ -133,8 +131,7 @@ async def _drop_streams(run: Run) -> None:
     with contextlib.suppress(Exception):
         connection = await nats.connect(run.nats_url, connect_timeout=2,
                                         max_reconnect_attempts=0)
-        for stream in (f"BENCH_{run.name}", f"BENCH_{run.name}_TABLES",
-                       f"BENCH_{run.name}_TOURNAMENTS"):
+        for stream in NatsNames(run.schema).streams:
             with contextlib.suppress(Exception):
                 await connection.jetstream().delete_stream(stream)
         await connection.close()

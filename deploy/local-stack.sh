@@ -11,19 +11,32 @@
 #                                          # tournaments :50081-2, stats :50091
 #   GAME_REPLICAS=3 deploy/local-stack.sh
 #   .venv/bin/dast play --game-server ipv4:127.0.0.1:50061,127.0.0.1:50062
+#   deploy/local-stack.sh --secrets        # make the secrets if missing, print their file
 #
 # Needs PostgreSQL and nats-server at DAST_DATABASE_URL / DAST_NATS_URL (the defaults match
 # DEVELOPERS.md "Services the tests use"; `bash .ci/run` starts them). STACK_RUN=<name> keeps
-# a run apart from others on the same servers: its own PostgreSQL schema and JetStream
-# stream (tests/e2e/test_multiprocess_stack.py does so). Ctrl-C (or SIGTERM) stops them all.
+# a run apart from others on the same servers: its own PostgreSQL schema and deployment name
+# (DAST_DEPLOYMENT=stack_<name>: its own NATS streams, subjects and presence bucket;
+# tests/e2e/test_multiprocess_stack.py does the same). Ctrl-C (or SIGTERM) stops them all.
+#
+# Secrets: DAST_JWT_SECRET and DAST_SIGNING_KEY from the environment when set; else random
+# ones, made on the first run into DAST_LOCAL_SECRETS (.dast/local-stack.env, mode 0600,
+# git-ignored) and reused by every later run, so tokens and seals stay valid across restarts.
+# The servers refuse any secret published in the repository (docs/security.md). A token for
+# this stack: (set -a; . .dast/local-stack.env; .venv/bin/dast token alice --role admin)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+secrets_only=false
+case "${1:-}" in
+  "") ;;
+  --secrets) secrets_only=true ;;
+  *) echo "usage: deploy/local-stack.sh [--secrets]" >&2; exit 2 ;;
+esac
+
 : "${DAST_DATABASE_URL:=postgresql+psycopg://postgres@127.0.0.1:5432/test}"
 : "${DAST_NATS_URL:=nats://127.0.0.1:4222}"
-: "${DAST_JWT_SECRET:=local-stack-secret-change-me-0123456789abcdef}"
-# Every game replica seals finished logs with this Ed25519 seed (base64); a local stack only.
-: "${DAST_SIGNING_KEY:=5KhjKOyLvj5+eivdEAxIgnJ3tpWJXiMuWRMYLMrmZyQ=}"
+: "${DAST_LOCAL_SECRETS:=.dast/local-stack.env}"
 : "${GAME_REPLICAS:=2}"
 : "${BOT_REPLICAS:=2}"
 : "${TOURNAMENT_REPLICAS:=2}"
@@ -34,6 +47,60 @@ cd "$(dirname "$0")/.."
 : "${STATS_PORT:=50091}"
 : "${DAST_LOG_LEVEL:=warning}"
 PYTHON="${PYTHON:-.venv/bin/python}"
+
+# Prints the JWT secret and the signing key of DAST_LOCAL_SECRETS, one a line, making the
+# file first when it is missing: random values go to a private temporary file (mkstemp:
+# mode 0600) that is then linked into place, so two stacks starting at once agree on one
+# file (the second link fails, and that run reads the first one's).
+local_secrets() {
+  "$PYTHON" - "$DAST_LOCAL_SECRETS" <<'EOF'
+import base64
+import os
+import secrets
+import sys
+import tempfile
+
+path = sys.argv[1]
+names = ("DAST_JWT_SECRET", "DAST_SIGNING_KEY")
+folder = os.path.dirname(path) or "."
+if not os.path.exists(path):
+    os.makedirs(folder, exist_ok=True)
+    made = (secrets.token_urlsafe(48), base64.b64encode(secrets.token_bytes(32)).decode())
+    descriptor, draft = tempfile.mkstemp(dir=folder, prefix=".local-stack-")
+    try:
+        with os.fdopen(descriptor, "w") as file:
+            file.write("# deploy/local-stack.sh's secrets, made on its first run: never commit them\n")
+            file.writelines(f"{name}={value}\n" for name, value in zip(names, made))
+        os.link(draft, path)
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(draft)
+values = {}
+with open(path) as file:
+    for line in file:
+        name, _, value = line.strip().partition("=")
+        if name in names and value:
+            values[name] = value
+missing = [name for name in names if name not in values]
+if missing:
+    sys.exit(f"{path} has no {' or '.join(missing)}: delete it, and the next run makes new ones")
+print("\n".join(values[name] for name in names))
+EOF
+}
+
+if [[ "$secrets_only" == true ]]; then
+  local_secrets >/dev/null
+  echo "$DAST_LOCAL_SECRETS"
+  exit 0
+fi
+if [[ -z "${DAST_JWT_SECRET:-}" || -z "${DAST_SIGNING_KEY:-}" ]]; then
+  made="$(local_secrets)"
+  : "${DAST_JWT_SECRET:=$(sed -n 1p <<<"$made")}"
+  # Every game replica seals finished logs with this Ed25519 seed (base64).
+  : "${DAST_SIGNING_KEY:=$(sed -n 2p <<<"$made")}"
+  unset made
+fi
 
 if [[ -n "${STACK_RUN:-}" ]]; then
   [[ "$STACK_RUN" =~ ^[a-z0-9_]+$ ]] || { echo "STACK_RUN must match [a-z0-9_]+" >&2; exit 2; }
@@ -47,11 +114,8 @@ engine.dispose()
 EOF
   separator="?"; [[ "$DAST_DATABASE_URL" == *"?"* ]] && separator="&"
   DAST_DATABASE_URL="${DAST_DATABASE_URL}${separator}options=-csearch_path%3Ds_${STACK_RUN}"
-  DAST_NATS_STREAM="STACK_${STACK_RUN}"
-  DAST_NATS_SUBJECT_PREFIX="stack_${STACK_RUN}.events"
-  DAST_NATS_TABLES_STREAM="STACK_${STACK_RUN}_TABLES"
-  DAST_NATS_TABLES_PREFIX="stack_${STACK_RUN}.tables"
-  export DAST_NATS_STREAM DAST_NATS_SUBJECT_PREFIX DAST_NATS_TABLES_STREAM DAST_NATS_TABLES_PREFIX
+  DAST_DEPLOYMENT="stack_${STACK_RUN}"
+  export DAST_DEPLOYMENT
 fi
 export DAST_DATABASE_URL DAST_NATS_URL DAST_JWT_SECRET DAST_SIGNING_KEY DAST_LOG_LEVEL
 
@@ -93,6 +157,7 @@ serve stats "$STATS_PORT"
 wait_port "$LOBBY_PORT"
 echo "dast stack up: lobby 127.0.0.1:$LOBBY_PORT, game $DAST_GAME_TARGET," \
      "$BOT_REPLICAS bot replicas, $TOURNAMENT_REPLICAS tournament replicas" \
-     "(:$TOURNAMENT_BASE_PORT…), stats 127.0.0.1:$STATS_PORT"
+     "(:$TOURNAMENT_BASE_PORT…), stats 127.0.0.1:$STATS_PORT," \
+     "deployment ${DAST_DEPLOYMENT:-dast}"
 echo "  play: .venv/bin/dast play --game-server $DAST_GAME_TARGET"
 wait

@@ -47,7 +47,7 @@ from services.platform.keys import LogSigner, load_signer
 from services.platform.limits import CallerLimits
 from services.platform.logging import configure_logging
 from services.platform.metrics import GameMetrics, serve_metrics
-from services.platform.presence_kv import DEFAULT_BUCKET as DEFAULT_PRESENCE_BUCKET
+from services.platform.nats_names import DEFAULT_DEPLOYMENT, NatsNames
 from services.platform.presence_kv import (
     InProcessPresenceBoard,
     PresenceBoard,
@@ -318,13 +318,13 @@ async def running_stack(
     secret: str, *, store_url: str | None = None, nats_url: str | None = None,
     options: StackOptions | None = None, listen: str = "127.0.0.1:0",
     metrics: GameMetrics | None = None, limits: CallerLimits | None = None,
-    presence_bucket: str = DEFAULT_PRESENCE_BUCKET, clock: Clock = wall_clock_ms,
-    **nats_options: object,
+    deployment: str = DEFAULT_DEPLOYMENT, clock: Clock = wall_clock_ms,
 ) -> AsyncIterator[Running]:
     """Serve every service (store, bus, relay, game, lobby, bots, timers) in this process
     until exit (``limits``: the per-caller limits, default :class:`CallerLimits`;
-    ``presence_bucket``: the key-value bucket of presence with NATS; ``clock``: the one
-    clock of every service and of presence)."""
+    ``deployment``: the deployment whose NATS streams, subjects and presence bucket it
+    uses with NATS, as ``DAST_DEPLOYMENT`` does; ``clock``: the one clock of every service
+    and of presence)."""
     from services.lobby.store import LobbyStore
     from services.stats.store import StatsStore
     from services.tournament.store import TournamentStore
@@ -333,15 +333,17 @@ async def running_stack(
     lobby_store = await asyncio.to_thread(LobbyStore.open, store_url)
     tournament_store = await asyncio.to_thread(TournamentStore.open, store_url)
     stats_store = await asyncio.to_thread(StatsStore.open, store_url)
-    bus = open_bus(nats_url, **nats_options) if nats_url else in_process_bus(store_url)
+    names = NatsNames(deployment)
+    bus = events_bus(nats_url, names) if nats_url else in_process_bus(store_url)
     await bus.start()
     relay = Relay(store, bus, poll_seconds=0.2)
     relay_task = asyncio.create_task(relay.run())
     stack = Composition(list(KNOWN_SERVICES), secret, bus, store, lobby_store, relay.notify,
                         options or StackOptions(), metrics=metrics, clock=clock,
-                        board=open_presence_board(nats_url, bucket=presence_bucket, clock=clock),
+                        board=open_presence_board(nats_url, bucket=names.presence_bucket,
+                                                  clock=clock),
                         tournament_store=tournament_store,
-                        tournament_bus=_tournaments_bus_of(nats_url, nats_options),
+                        tournament_bus=_tournaments_bus_of(nats_url, names),
                         stats_store=stats_store)
     server = make_server(secret, limits=limits)
     await add_health_and_reflection(server, stack.mount(server))
@@ -364,18 +366,18 @@ async def running_stack(
         await asyncio.to_thread(store.close)
 
 
-def _tournaments_bus_of(nats_url: str | None, nats_options: dict[str, object]) -> Bus:
-    """The tournaments' bus beside a test stack's games' bus (its stream and subjects
-    named after the games' ones, so that test runs stay apart)."""
+def events_bus(nats_url: str, names: NatsNames) -> Bus:
+    """The games' bus of a deployment on NATS: its events stream and subjects."""
+    return open_bus(nats_url, stream=names.events_stream, subject_prefix=names.events_prefix)
+
+
+def _tournaments_bus_of(nats_url: str | None, names: NatsNames) -> Bus:
+    """The tournaments' bus beside a test stack's games' bus (the same deployment's)."""
     if not nats_url:
         return InProcessBus()
     from services.tournament.app import tournaments_bus
 
-    return tournaments_bus(load_settings(
-        nats_url=nats_url,
-        nats_stream=str(nats_options.get("stream", "DAST_EVENTS")),
-        nats_subject_prefix=str(nats_options.get("subject_prefix", "dast.events")),
-    ))
+    return tournaments_bus(load_settings(nats_url=nats_url, deployment=names.deployment))
 
 
 def _loopback(listen: str) -> str:
@@ -461,18 +463,16 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     asyncio.get_running_loop().set_default_executor(
         ThreadPoolExecutor(workers, thread_name_prefix="store")
     )
-    bus = (open_bus(settings.nats_url, stream=settings.nats_stream,
-                    subject_prefix=settings.nats_subject_prefix)
-           if settings.nats_url else in_process_bus(store_url))
+    nats_names = settings.nats_names()
+    bus = (events_bus(settings.nats_url, nats_names) if settings.nats_url
+           else in_process_bus(store_url))
     await bus.start()
     # On NATS the relay publishes from a thread and event loop of its own (with its own
     # connection), so publishing never takes turns with the requests on this loop.
     relay: Relay | RelayThread | None = None
     if store is not None and settings.nats_url:
         nats_url = settings.nats_url
-        relay = RelayThread(store, lambda: open_bus(
-            nats_url, stream=settings.nats_stream, subject_prefix=settings.nats_subject_prefix,
-        ))
+        relay = RelayThread(store, lambda: events_bus(nats_url, nats_names))
     elif store is not None:
         relay = Relay(store, bus)
     relay_task = asyncio.create_task(relay.run(), name="relay") if relay is not None else None
@@ -485,9 +485,11 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
         StackOptions(token_ttl_seconds=settings.token_ttl_seconds,
                      grace_ms=int(settings.presence_grace_seconds * 1000),
                      presence_heartbeat_ms=int(settings.presence_heartbeat_seconds * 1000)),
-        signer=signer, clock=clock, board=open_presence_board(settings.nats_url, clock=clock),
-        feed=open_table_feed(settings.nats_url, stream=settings.nats_tables_stream,
-                             subject_prefix=settings.nats_tables_prefix),
+        signer=signer, clock=clock,
+        board=open_presence_board(settings.nats_url, bucket=nats_names.presence_bucket,
+                                  clock=clock),
+        feed=open_table_feed(settings.nats_url, stream=nats_names.tables_stream,
+                             subject_prefix=nats_names.tables_prefix),
         tournament_store=tournament_store, tournament_bus=tournament_bus,
         stats_store=stats_store,
     )

@@ -4,9 +4,9 @@ The servers come from ``DAST_TEST_DATABASE_URL`` and ``DAST_TEST_NATS_URL`` (def
 local ones DEVELOPERS.md describes). When one is unreachable and a Docker engine answers, a
 throwaway container takes its place; otherwise the test is skipped with the reason, except
 under ``CI=true`` where an unreachable service fails the run. Every test gets its own
-PostgreSQL schema and its own JetStream stream and subject prefix, so tests never see each
-other's data. ``private_nats`` starts a nats-server of the test's own that it can stop and
-start (outage tests).
+PostgreSQL schema and its own deployment name on NATS (its streams, subjects and presence
+bucket), so tests never see each other's data. ``private_nats`` starts a nats-server of the
+test's own that it can stop and start (outage tests).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from services.platform.nats_names import NatsNames as PlatformNatsNames
 from tests.support.servers import NATS_SERVER, PrivateNats
 
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
@@ -140,9 +141,9 @@ def database_url() -> Iterator[str]:
         container.stop()
 
 
-@pytest.fixture
-def pg_url(database_url: str) -> Iterator[str]:
-    """A database URL whose ``search_path`` is a fresh schema, dropped after the test."""
+@contextlib.contextmanager
+def fresh_schema(database_url: str) -> Iterator[str]:
+    """``database_url`` with its ``search_path`` set to a fresh schema, dropped on exit."""
     schema = f"t_{uuid.uuid4().hex[:12]}"
     admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
@@ -156,19 +157,55 @@ def pg_url(database_url: str) -> Iterator[str]:
         admin.dispose()
 
 
+@pytest.fixture
+def pg_url(database_url: str) -> Iterator[str]:
+    """A database URL whose ``search_path`` is a fresh schema, dropped after the test."""
+    with fresh_schema(database_url) as url:
+        yield url
+
+
 @dataclass(frozen=True)
 class NatsNames:
-    """A test's own JetStream stream and subject prefix."""
+    """A test's own deployment on the shared NATS server (``DAST_DEPLOYMENT``), and the
+    names of its games' stream and subjects."""
 
-    stream: str
-    subject_prefix: str
+    deployment: str
+
+    @property
+    def names(self) -> PlatformNatsNames:
+        """Every NATS name of the deployment."""
+        return PlatformNatsNames(self.deployment)
+
+    @property
+    def stream(self) -> str:
+        """The games' events stream."""
+        return self.names.events_stream
+
+    @property
+    def subject_prefix(self) -> str:
+        """Its subjects' prefix."""
+        return self.names.events_prefix
+
+
+async def delete_streams(nats_url: str, names: PlatformNatsNames) -> None:
+    """Drop every stream (and the presence bucket) of a test's deployment that exists."""
+    import nats
+
+    with contextlib.suppress(Exception):
+        connection = await nats.connect(nats_url, connect_timeout=2, max_reconnect_attempts=0)
+        jetstream = connection.jetstream()
+        for stream in names.streams:
+            with contextlib.suppress(Exception):
+                await jetstream.delete_stream(stream)
+        await connection.close()
 
 
 @pytest.fixture
-def nats_names() -> NatsNames:
-    """Unique stream name and subject prefix for one test."""
-    tag = uuid.uuid4().hex[:12]
-    return NatsNames(stream=f"TEST_{tag}", subject_prefix=f"test{tag}.events")
+async def nats_names(nats_url: str) -> AsyncIterator[NatsNames]:
+    """A deployment name of one test's own; its streams and bucket are dropped afterwards."""
+    names = NatsNames(f"test{uuid.uuid4().hex[:12]}")
+    yield names
+    await delete_streams(nats_url, names.names)
 
 
 @pytest.fixture
@@ -191,13 +228,6 @@ async def nats_bus_factory(
     yield make
     for bus in buses:
         await bus.close()
-    import nats
-
-    with contextlib.suppress(Exception):
-        connection = await nats.connect(nats_url, connect_timeout=2, max_reconnect_attempts=0)
-        with contextlib.suppress(Exception):
-            await connection.jetstream().delete_stream(nats_names.stream)
-        await connection.close()
 
 
 @pytest.fixture

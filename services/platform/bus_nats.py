@@ -1,6 +1,7 @@
 """The event bus on NATS JetStream, for several processes and replicas.
 
-One stream (``DAST_EVENTS`` by default) holds subjects ``<prefix>.<game_type>.<game_id>``
+One stream (the deployment's ``<D>_EVENTS``: ``DAST_EVENTS`` by default,
+:mod:`services.platform.nats_names`) holds subjects ``<prefix>.<game_type>.<game_id>``
 (``dast.events.hokm.<id>``); every message is a serialized ``dast.v1.LogEntry`` with header
 ``Nats-Msg-Id: <game_id>:<seq>``, so a relay that resends within the stream's duplicate window
 (2 minutes here) creates no duplicate. Past the window, the relay asks
@@ -36,6 +37,7 @@ import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 import nats
 import nats.errors
@@ -56,11 +58,13 @@ from services.platform.bus import (
     raise_if_cancelling,
 )
 from services.platform.config import masked_url
+from services.platform.nats_names import NatsNames
 
 log = logging.getLogger(__name__)
 
-DEFAULT_STREAM = "DAST_EVENTS"
-DEFAULT_SUBJECT_PREFIX = "dast.events"
+DEFAULT_STREAM: Final = NatsNames().events_stream
+"""The default deployment's events stream."""
+DEFAULT_SUBJECT_PREFIX: Final = NatsNames().events_prefix
 
 
 async def ensure_stream(jetstream: JetStreamContext, config: StreamConfig) -> None:
@@ -87,8 +91,9 @@ class _LiveGame:
 class NatsBus:
     """:class:`~services.platform.bus.Bus` on NATS JetStream.
 
-    ``stream`` and ``subject_prefix`` are parameters so that tests (or several deployments on
-    one server) stay apart.
+    ``stream`` and ``subject_prefix`` are parameters so that deployments (and tests) on one
+    server stay apart: the composition passes the deployment's
+    (:class:`~services.platform.nats_names.NatsNames`).
     """
 
     def __init__(

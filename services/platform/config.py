@@ -5,12 +5,17 @@ With no environment at all the defaults give the embedded backend: a SQLite file
 (the start-up banner says so) and a log-signing key made under the data dir. As soon as a
 database URL or a NATS URL is set the process is part of a deployment, and
 :meth:`Settings.check_secrets` refuses to serve without a real ``DAST_JWT_SECRET`` and a
-``DAST_SIGNING_KEY``. A JWT secret shorter than 32 bytes is refused in every mode. URLs
-shown in banners and logs go through :func:`masked_url`.
+``DAST_SIGNING_KEY``, nor with a secret published in dast's repository (an example, a
+former default: :mod:`services.platform.published_secrets`). A JWT secret shorter than 32
+bytes is refused in every mode. ``DAST_DEPLOYMENT`` names the deployment, and through it
+every NATS name it uses (:mod:`services.platform.nats_names`). URLs shown in banners and
+logs go through :func:`masked_url`.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 from urllib.parse import urlsplit, urlunsplit
@@ -19,6 +24,8 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.platform.limits import CallerLimits
+from services.platform.nats_names import DEFAULT_DEPLOYMENT, NatsNames, deployment_problem
+from services.platform.published_secrets import is_published_secret
 
 DEV_JWT_SECRET: Final = "dast-dev-secret-change-me-in-production-0123456789"
 """The secret used when ``DAST_JWT_SECRET`` is unset; fine on a laptop, never in production."""
@@ -29,6 +36,12 @@ MAKE_SECRET_HINT: Final = (
 MAKE_SIGNING_KEY_HINT: Final = (
     'make one with: python -c "import base64, os; print(base64.b64encode(os.urandom(32)).decode())"'
 )
+RETIRED_SETTINGS: Final = (
+    "DAST_NATS_STREAM", "DAST_NATS_SUBJECT_PREFIX", "DAST_NATS_TABLES_STREAM",
+    "DAST_NATS_TABLES_PREFIX",
+)
+"""Settings that named NATS streams one by one; ``DAST_DEPLOYMENT`` names them all now, and
+a process refuses to start with one of these rather than silently use other streams."""
 
 
 class ConfigError(ValueError):
@@ -74,15 +87,10 @@ class Settings(BaseSettings):
     """SQLAlchemy URL of the event store; None: SQLite under ``data_dir``."""
     nats_url: str | None = None
     """NATS server URL; None: the in-process bus (one process only)."""
-    nats_stream: str = "DAST_EVENTS"
-    """The JetStream stream of the games' events (several deployments on one NATS server
-    each use their own)."""
-    nats_subject_prefix: str = "dast.events"
-    """The subjects of that stream: ``<prefix>.<game_type>.<game_id>``."""
-    nats_tables_stream: str = "DAST_TABLES"
-    """The JetStream stream of the lobby's table updates (services/platform/table_feed.py)."""
-    nats_tables_prefix: str = "dast.tables"
-    """Its subjects: ``<prefix>.<table_id>``."""
+    deployment: str = DEFAULT_DEPLOYMENT
+    """The deployment's name, which every NATS stream, subject and bucket it uses carries
+    (:mod:`services.platform.nats_names`): deployments sharing a NATS server each need
+    their own. The default keeps the names of deployments made before it existed."""
     game_target: str | None = None
     """Where a process without the game service reaches it (the lobby, the bots): a gRPC
     target such as ``127.0.0.1:50051`` or, for several replicas balanced by the client,
@@ -104,11 +112,6 @@ class Settings(BaseSettings):
     log_level: str = "info"
     log_json: bool = True
     token_ttl_seconds: int = 24 * 3600
-    oidc_providers: str = ""
-    """The OpenID Connect providers whose ID tokens sign players in: a JSON list of objects
-    (name, issuer, audiences, jwks_url or static_keys), read by
-    :func:`services.accounts.oidc_providers.parse_providers` (docs/accounts.md "Identity
-    providers"); empty: none."""
     presence_grace_seconds: float = 15.0
     """How long a player's game stream may be gone before a bot takes the seat."""
     presence_heartbeat_seconds: float = Field(default=5.0, gt=0)
@@ -148,9 +151,21 @@ class Settings(BaseSettings):
         """Whether the JWT secret is the public development one."""
         return self.jwt_secret == DEV_JWT_SECRET
 
+    def nats_names(self) -> NatsNames:
+        """Every NATS stream, subject and bucket of this deployment."""
+        return NatsNames(self.deployment)
+
     def is_embedded(self) -> bool:
         """Whether this is the single-process embedded backend (no database or NATS URL)."""
         return not self.database_url and not self.nats_url
+
+    @field_validator("deployment")
+    @classmethod
+    def _deployment_is_a_name(cls, value: str) -> str:
+        problem = deployment_problem(value)
+        if problem is not None:
+            raise ValueError(f"DAST_DEPLOYMENT {problem}")
+        return value
 
     @field_validator("jwt_secret")
     @classmethod
@@ -167,7 +182,9 @@ class Settings(BaseSettings):
         """Refuse to serve a deployment on defaulted secrets.
 
         :raises ConfigError: outside the embedded mode, when ``DAST_JWT_SECRET`` is unset (or
-            the public development secret) or ``DAST_SIGNING_KEY`` is unset.
+            the public development secret), a secret published in dast's repository, or
+            ``DAST_SIGNING_KEY`` is unset. (:func:`services.platform.keys.load_signer`
+            refuses a published signing key.)
         """
         if self.is_embedded():
             return
@@ -176,6 +193,11 @@ class Settings(BaseSettings):
             problems.append(
                 "DAST_JWT_SECRET is unset: anyone could mint admin tokens with the public "
                 f"development secret; {MAKE_SECRET_HINT}"
+            )
+        elif is_published_secret(self.jwt_secret):
+            problems.append(
+                "DAST_JWT_SECRET is a value published in dast's repository (an example or a "
+                "former default): anyone could mint admin tokens with it; " + MAKE_SECRET_HINT
             )
         if not self.signing_key:
             problems.append(
@@ -192,8 +214,10 @@ class Settings(BaseSettings):
 def load_settings(**overrides: object) -> Settings:
     """The settings from the environment, with ``overrides`` on top.
 
-    :raises ConfigError: naming every invalid setting, without pydantic's noise.
+    :raises ConfigError: naming every invalid setting, without pydantic's noise, or a
+        retired setting found in the environment.
     """
+    check_retired_settings(os.environ)
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as error:
@@ -202,3 +226,16 @@ def load_settings(**overrides: object) -> Settings:
             for item in error.errors()
         )
         raise ConfigError(f"invalid settings: {problems}") from None
+
+def check_retired_settings(environment: Mapping[str, str]) -> None:
+    """Refuse an environment that sets one of :data:`RETIRED_SETTINGS`.
+
+    :raises ConfigError: naming them, and ``DAST_DEPLOYMENT`` instead.
+    """
+    found = [name for name in RETIRED_SETTINGS if name in environment]
+    if found:
+        raise ConfigError(
+            f"{', '.join(found)} no longer exist: DAST_DEPLOYMENT names every NATS stream, "
+            "subject and bucket of a deployment (unset: 'dast', the former default names); "
+            "docs/deploy.md \"Several deployments on one NATS\""
+        )

@@ -4,8 +4,9 @@
 or as the path of a PKCS#8 PEM file. The embedded backend (no database URL, no NATS URL)
 makes one on first start and keeps it under the data dir (``signing_key.pem``, mode 0600),
 so its exports stay verifiable across restarts; any other deployment must configure one,
-since every replica has to seal with the same key. :mod:`engine.core.seal` documents what a
-seal signs and verifies it.
+since every replica has to seal with the same key, and not one published in dast's
+repository (:mod:`services.platform.published_secrets`): anyone could forge its seals.
+:mod:`engine.core.seal` documents what a seal signs and verifies it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from dast.v1 import log_pb2
 from engine.core.seal import seal_message
 from services.platform.config import MAKE_SIGNING_KEY_HINT, Settings
+from services.platform.published_secrets import is_published_seed
 
 SEED_BYTES: Final = 32
 EMBEDDED_KEY_FILE: Final = "signing_key.pem"
@@ -60,6 +62,14 @@ class LogSigner:
             serialization.Encoding.Raw, serialization.PublicFormat.Raw
         )
 
+    @property
+    def seed(self) -> bytes:
+        """The 32-byte private seed (what ``DAST_SIGNING_KEY`` holds in base64)."""
+        return self.private_key.private_bytes(
+            serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
+            serialization.NoEncryption(),
+        )
+
     def pem(self) -> bytes:
         """The private key as unencrypted PKCS#8 PEM."""
         return self.private_key.private_bytes(
@@ -90,24 +100,31 @@ def _from_pem(path: Path) -> LogSigner:
 def parse_signing_key(value: str) -> LogSigner:
     """The key ``DAST_SIGNING_KEY`` names: base64 of the 32-byte seed, or a PEM file's path.
 
+    A seed's base64 may start with ``/`` (one seed in 64 does): it is read as a seed unless
+    a file of that name exists.
+
     :raises SigningKeyError: when it is neither.
     """
     text = value.strip()
     path = Path(text).expanduser()
-    if text.startswith(("/", ".", "~")) or path.suffix == ".pem" or path.is_file():
+    if path.is_file():
         return _from_pem(path)
     try:
         seed = base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError) as error:
+    except (binascii.Error, ValueError):
+        seed = None
+    if seed is not None and len(seed) == SEED_BYTES:
+        return LogSigner.from_seed(seed)
+    if text.startswith(("/", ".", "~")) or path.suffix == ".pem":
+        return _from_pem(path)  # a path to no readable file: the error says which
+    if seed is None:
         raise SigningKeyError(
             f"DAST_SIGNING_KEY is neither base64 nor a PEM file's path; {MAKE_SIGNING_KEY_HINT}"
-        ) from error
-    if len(seed) != SEED_BYTES:
-        raise SigningKeyError(
-            f"DAST_SIGNING_KEY decodes to {len(seed)} bytes, not {SEED_BYTES}; "
-            + MAKE_SIGNING_KEY_HINT
         )
-    return LogSigner.from_seed(seed)
+    raise SigningKeyError(
+        f"DAST_SIGNING_KEY decodes to {len(seed)} bytes, not {SEED_BYTES}; "
+        + MAKE_SIGNING_KEY_HINT
+    )
 
 
 def embedded_signer(data_dir: Path) -> LogSigner:
@@ -131,11 +148,18 @@ def load_signer(settings: Settings) -> LogSigner:
     """The signing key of a process: ``DAST_SIGNING_KEY`` when set, else (embedded mode) the
     one kept under the data dir.
 
-    :raises SigningKeyError: when the configured key is unreadable, or when none is
-        configured outside the embedded mode.
+    :raises SigningKeyError: when the configured key is unreadable, or, outside the embedded
+        mode, when none is configured or it is one published in dast's repository.
     """
     if settings.signing_key:
-        return parse_signing_key(settings.signing_key)
+        signer = parse_signing_key(settings.signing_key)
+        if not settings.is_embedded() and is_published_seed(signer.seed):
+            raise SigningKeyError(
+                "DAST_SIGNING_KEY is a key published in dast's repository (an example or a "
+                "former default): anyone could forge the seals of its logs; "
+                + MAKE_SIGNING_KEY_HINT
+            )
+        return signer
     if not settings.is_embedded():
         raise SigningKeyError(f"DAST_SIGNING_KEY is required; {MAKE_SIGNING_KEY_HINT}")
     return embedded_signer(settings.data_dir)

@@ -13,7 +13,9 @@ connected anywhere keeps the seat.
 Two boards behind one interface:
 
 - :class:`InProcessPresenceBoard` for one process (embedded mode, tests);
-- :class:`NatsPresenceBoard`, a JetStream key-value bucket (``DAST_PRESENCE``; key
+- :class:`NatsPresenceBoard`, a JetStream key-value bucket (the deployment's
+  ``<D>_PRESENCE``, ``DAST_PRESENCE`` by default: :mod:`services.platform.nats_names`;
+  deployments sharing a NATS server never read each other's players; key
   ``<game>.<replica>`` in base64url, value a JSON record) whose entries expire after the
   bucket's TTL, so records of finished games and dead replicas go away by themselves. A
   watcher keeps an in-memory mirror of the bucket, so reading the records costs no request.
@@ -47,10 +49,12 @@ from nats.js.kv import KeyValue
 from services.platform.bus import raise_if_cancelling
 from services.platform.clock import wall_clock_ms
 from services.platform.config import masked_url
+from services.platform.nats_names import NatsNames
 
 _log = logging.getLogger(__name__)
 
-DEFAULT_BUCKET: Final = "DAST_PRESENCE"
+DEFAULT_BUCKET: Final = NatsNames().presence_bucket
+"""The default deployment's bucket."""
 REPLICA_ALIVE: Final = ""
 """The game id of a replica's own heartbeat record (no real game id is empty)."""
 

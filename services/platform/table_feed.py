@@ -5,7 +5,8 @@ tools) learn what happens to them from this feed, never from the lobby's SQL. Ea
 is one ``dast.v1.TableUpdate`` (kind, seat, player, the version it produced, and the table as
 it stands, invite code removed) on subject ``<prefix>.<table_id>``:
 
-- :class:`NatsTableFeed`: a JetStream stream (``DAST_TABLES``, subjects ``dast.tables.>``)
+- :class:`NatsTableFeed`: a JetStream stream (the deployment's: ``DAST_TABLES``, subjects
+  ``dast.tables.>`` by default, :mod:`services.platform.nats_names`)
   with ``Nats-Msg-Id = <table_id>:<version>:<ordinal>``, so a republish within the
   duplicate window (a lobby killed between publishing and recording it) is stored once;
 - :class:`InProcessTableFeed`: the same for one process (embedded mode), fanned out to the
@@ -31,9 +32,11 @@ from nats.js.api import DeliverPolicy, StorageType, StreamConfig
 from dast.v1 import lobby_pb2
 from services.platform.bus import check_token
 from services.platform.bus_nats import ensure_stream
+from services.platform.nats_names import NatsNames
 
-DEFAULT_TABLES_STREAM: Final = "DAST_TABLES"
-DEFAULT_TABLES_PREFIX: Final = "dast.tables"
+DEFAULT_TABLES_STREAM: Final = NatsNames().tables_stream
+"""The default deployment's tables stream."""
+DEFAULT_TABLES_PREFIX: Final = NatsNames().tables_prefix
 DUPLICATE_WINDOW_SECONDS: Final = 120.0
 
 

@@ -39,12 +39,13 @@ JSON bytes of :class:`engine.tournament.Event` (no protobuf message of their own
 
 def tournaments_bus(settings: Settings) -> Bus:
     """The bus of the tournaments' events: a stream of its own beside the games' (NATS:
-    ``<events stream>_TOURNAMENTS``, subjects ``<events prefix>_tournaments.…``), or an
-    in-process bus."""
+    the deployment's ``<events stream>_TOURNAMENTS``, subjects ``<events
+    prefix>_tournaments.…``: :mod:`services.platform.nats_names`), or an in-process bus."""
     if not settings.nats_url:
         return InProcessBus()
-    return open_bus(settings.nats_url, stream=f"{settings.nats_stream}_TOURNAMENTS",
-                    subject_prefix=f"{settings.nats_subject_prefix}_tournaments")
+    names = settings.nats_names()
+    return open_bus(settings.nats_url, stream=names.tournaments_stream,
+                    subject_prefix=names.tournaments_prefix)
 
 
 @dataclass

@@ -15,6 +15,7 @@ client's table is finished, and a rematch on it plays to the end.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import os
 import time
@@ -48,7 +49,9 @@ from tests.support.servers import free_port
 pytestmark = pytest.mark.timeout(180)
 
 SECRET = "multiprocess-stack-secret-0123456789abcdef"
-SIGNING_KEY = "5KhjKOyLvj5+eivdEAxIgnJ3tpWJXiMuWRMYLMrmZyQ="
+SIGNING_KEY = base64.b64encode(os.urandom(32)).decode()
+"""A key of this run's own: the one it had was deploy/local-stack.sh's published default,
+which servers now refuse."""
 BOT_MATCHES = 2
 TRANSIENT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 T = TypeVar("T")
@@ -73,9 +76,7 @@ async def multiprocess_stack(pg_url: str, nats_url: str, names: NatsNames, logs:
     game_target = "ipv4:" + ",".join(f"127.0.0.1:{port}" for port in game_ports)
     env = {
         **os.environ, "DAST_DATABASE_URL": pg_url, "DAST_NATS_URL": nats_url,
-        "DAST_NATS_STREAM": names.stream, "DAST_NATS_SUBJECT_PREFIX": names.subject_prefix,
-        "DAST_NATS_TABLES_STREAM": tables_stream(names),
-        "DAST_NATS_TABLES_PREFIX": tables_prefix(names),
+        "DAST_DEPLOYMENT": names.deployment,
         "DAST_JWT_SECRET": SECRET, "DAST_SIGNING_KEY": SIGNING_KEY,
         "DAST_GAME_TARGET": game_target, "DAST_LOG_LEVEL": "warning",
     }
@@ -97,19 +98,6 @@ async def multiprocess_stack(pg_url: str, nats_url: str, names: NatsNames, logs:
     finally:
         for process in stack.every:
             process.stop()
-        connection = await nats.connect(nats_url, connect_timeout=2, max_reconnect_attempts=0)
-        with contextlib.suppress(Exception):
-            await connection.jetstream().delete_stream(tables_stream(names))
-        await connection.close()
-
-
-def tables_stream(names: NatsNames) -> str:
-    """The test's own stream of the lobby's table updates."""
-    return f"{names.stream}_TABLES"
-
-
-def tables_prefix(names: NatsNames) -> str:
-    return names.subject_prefix.replace(".events", ".tables")
 
 
 async def retrying(call: Callable[[], Awaitable[T]], seconds: float = 20) -> T:
@@ -300,8 +288,8 @@ async def test_matches_finish_exactly_once_while_each_kind_of_process_is_killed(
         # The lobby's table changes are events too, each version once, the restarted lobby's
         # catch-up (the match's end) and the rematch included.
         async def table_versions() -> list[tuple[int, int, int]]:
-            messages = await stream_messages(nats_url, tables_stream(nats_names),
-                                             tables_prefix(nats_names))
+            messages = await stream_messages(nats_url, nats_names.names.tables_stream,
+                                             nats_names.names.tables_prefix)
             updates = [lobby_pb2.TableUpdate.FromString(data) for table_id, data in messages
                        if table_id == table.table_id]
             return [(update.version, update.kind, update.seat) for update in updates]

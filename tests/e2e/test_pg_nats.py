@@ -25,7 +25,7 @@ async def test_a_hokm_match_with_bots_and_a_timeout_on_postgres_and_nats(
     options = StackOptions(grace_ms=300, timer_shift_ms=-14_900)
     async with running_stack(
         SECRET, store_url=pg_url, nats_url=nats_url, options=options,
-        stream=nats_names.stream, subject_prefix=nats_names.subject_prefix,
+        deployment=nats_names.deployment,
     ) as run, grpc.aio.insecure_channel(run.address) as channel:
         guest = await Guest.sign_in(channel, "device-pg-nats")
         table = await guest.table_with_bots(lobby_pb2.TableSettings(
@@ -61,11 +61,9 @@ async def test_two_replicas_share_the_bots_durable_consumer_and_finish_a_match(
     options = StackOptions(timers=False, presence=False)
     metadata = (("authorization", f"Bearer {mint_token(SECRET, 'tester', Role.SERVICE)}"),)
     async with running_stack(SECRET, store_url=pg_url, nats_url=nats_url, options=options,
-                             stream=nats_names.stream,
-                             subject_prefix=nats_names.subject_prefix) as first, \
+                             deployment=nats_names.deployment) as first, \
             running_stack(SECRET, store_url=pg_url, nats_url=nats_url, options=options,
-                          stream=nats_names.stream,
-                          subject_prefix=nats_names.subject_prefix) as second, \
+                          deployment=nats_names.deployment) as second, \
             grpc.aio.insecure_channel(first.address) as channel:
         stub = game_pb2_grpc.GameServiceStub(channel)
         players = [common_pb2.Player(player_id=f"bot:basic:{s}", is_bot=True) for s in range(4)]

@@ -48,8 +48,7 @@ async def test_a_killed_stats_process_resumes_without_losing_or_double_counting(
         if not queue:
             queues.remove(queue)
     env = {**os.environ, "DAST_DATABASE_URL": pg_url,
-           "DAST_NATS_URL": nats_url, "DAST_NATS_STREAM": nats_names.stream,
-           "DAST_NATS_SUBJECT_PREFIX": nats_names.subject_prefix,
+           "DAST_NATS_URL": nats_url, "DAST_DEPLOYMENT": nats_names.deployment,
            "DAST_JWT_SECRET": SECRET, "DAST_SIGNING_KEY": SIGNING_KEY,
            "DAST_LOG_LEVEL": "warning"}
     log = tmp_path / "stats.log"

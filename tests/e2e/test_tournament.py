@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import nats
 import pytest
 
 from dast.v1 import common_pb2, log_pb2, tournament_pb2, tournament_pb2_grpc
@@ -309,28 +308,23 @@ async def test_a_player_finds_their_table_and_the_round_time_limit_rules_on_unfi
 async def test_two_tournament_replicas_on_postgres_and_nats_finish_a_tournament(
         pg_url: str, nats_url: str, nats_names: NatsNames) -> None:
     options = StackOptions(tournament_sweep_seconds=0.3, presence=False)
-    try:
-        async with running_stack(
-            SECRET, store_url=pg_url, nats_url=nats_url, options=options, limits=MACHINE_SPEED,
-            stream=nats_names.stream, subject_prefix=nats_names.subject_prefix,
-        ) as run, second_replica(run, pg_url) as other, \
-                grpc.aio.insecure_channel(run.address) as channel:
-            host = Host.on(channel)
-            tournament_id = await host.bot_tournament(players=8, rounds=2)
-            last = await host.finished(tournament_id)
-            assert run.stack.tournament_store is not None
-            check_finished_tournament(run, run.stack.tournament_store, tournament_id, last)
-            # The tournament's events reached its own stream on NATS, each once.
-            bus = run.stack.tournament_bus
-            assert isinstance(bus, NatsBus) and bus.stream == f"{nats_names.stream}_TOURNAMENTS"
-            # The publisher follows the log on its own task: give it a moment to catch up.
-            async with asyncio.timeout(20):
-                while (await bus.last_published_seq("tournament", tournament_id)
-                       != last.tournament.seq):
-                    await asyncio.sleep(0.05)
-            assert other.conductor is not None
-    finally:
-        connection = await nats.connect(nats_url, connect_timeout=2, max_reconnect_attempts=0)
-        with contextlib.suppress(Exception):
-            await connection.jetstream().delete_stream(f"{nats_names.stream}_TOURNAMENTS")
-        await connection.close()
+    async with running_stack(
+        SECRET, store_url=pg_url, nats_url=nats_url, options=options, limits=MACHINE_SPEED,
+        deployment=nats_names.deployment,
+    ) as run, second_replica(run, pg_url) as other, \
+            grpc.aio.insecure_channel(run.address) as channel:
+        host = Host.on(channel)
+        tournament_id = await host.bot_tournament(players=8, rounds=2)
+        last = await host.finished(tournament_id)
+        assert run.stack.tournament_store is not None
+        check_finished_tournament(run, run.stack.tournament_store, tournament_id, last)
+        # The tournament's events reached its own stream on NATS, each once.
+        bus = run.stack.tournament_bus
+        assert isinstance(bus, NatsBus)
+        assert bus.stream == nats_names.names.tournaments_stream
+        # The publisher follows the log on its own task: give it a moment to catch up.
+        async with asyncio.timeout(20):
+            while (await bus.last_published_seq("tournament", tournament_id)
+                   != last.tournament.seq):
+                await asyncio.sleep(0.05)
+        assert other.conductor is not None

@@ -127,3 +127,10 @@ def test_a_configured_signing_key_is_base64_of_a_seed_or_a_pem_path(tmp_path: Pa
 def test_an_unreadable_signing_key_is_refused(value: str) -> None:
     with pytest.raises(SigningKeyError):
         parse_signing_key(value)
+
+
+def test_a_seed_whose_base64_starts_with_a_slash_is_a_seed_not_a_path() -> None:
+    # One random seed in 64 encodes so; the local stack's were refused as missing files.
+    value = base64.b64encode(b"\xff" * 32).decode()
+    assert value.startswith("/")
+    assert parse_signing_key(value).seed == b"\xff" * 32
