@@ -3,10 +3,11 @@ ruling and every standing, re-derived.
 
 A log is a chain of commands and their consequences. :func:`command_for` recovers the
 command behind each event that starts a command's batch (a registration, a withdrawal, an
-absence, the start, a result); :func:`verify` replays the log by deciding each of those
-commands again, with the seed revealed in the last event, and requires the events it gets
-to be exactly the events logged. A changed seed breaks the commitment; a changed result,
-seating, pairing, bye, ruling or standing makes the re-decided events differ.
+absence, a change of featuring, a cancellation, the start, a result); :func:`verify`
+replays the log by deciding each of those commands again, with the seed revealed in the
+last event, and requires the events it gets to be exactly the events logged. A changed
+seed breaks the commitment; a changed result, seating, pairing, bye, ruling or standing
+makes the re-decided events differ.
 """
 
 from __future__ import annotations
@@ -23,16 +24,20 @@ from engine.tournament.evolve import evolve
 from engine.tournament.model import (
     AbsenceChanged,
     AskPartner,
+    Cancel,
     Command,
     EntrantRegistered,
     EntrantWithdrew,
     Event,
+    Feature,
+    FeaturedChanged,
     PartnerAsked,
     Register,
     ReportResult,
     ResultRecorded,
     SetAbsent,
     Start,
+    TournamentCancelled,
     TournamentCreated,
     TournamentEnded,
     TournamentStarted,
@@ -96,6 +101,10 @@ def command_for(event: Event) -> Command | None:
         return Withdraw(entrant_id=body.entrant_id, at_ms=at_ms)
     if isinstance(body, AbsenceChanged):
         return SetAbsent(player_id=body.player_id, absent=body.absent, at_ms=at_ms)
+    if isinstance(body, FeaturedChanged):
+        return Feature(featured=body.featured, at_ms=at_ms)
+    if isinstance(body, TournamentCancelled):
+        return Cancel(at_ms=at_ms)
     if isinstance(body, TournamentStarted):
         return Start(at_ms=at_ms)
     if isinstance(body, ResultRecorded):

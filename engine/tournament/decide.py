@@ -28,6 +28,7 @@ from engine.tournament.model import (
     MAX_ID_LENGTH,
     AbsenceChanged,
     AskPartner,
+    Cancel,
     Command,
     Entrant,
     EntrantRegistered,
@@ -35,6 +36,8 @@ from engine.tournament.model import (
     Entry,
     Event,
     EventBody,
+    Feature,
+    FeaturedChanged,
     Format,
     PartnerAsked,
     Phase,
@@ -50,6 +53,7 @@ from engine.tournament.model import (
     SideResult,
     Start,
     Table,
+    TournamentCancelled,
     TournamentCreated,
     TournamentEnded,
     TournamentOptions,
@@ -154,6 +158,11 @@ def decide(state: TournamentState, command: Command) -> list[Event]:
         _withdraw(batch, command)
     elif isinstance(command, SetAbsent):
         _set_absent(batch, command)
+    elif isinstance(command, Feature):
+        if bool(command.featured) != state.featured:
+            batch.emit(FeaturedChanged(featured=bool(command.featured)))
+    elif isinstance(command, Cancel):
+        _cancel(batch)
     elif isinstance(command, Start):
         _start(batch)
     elif isinstance(command, ReportResult):
@@ -270,6 +279,15 @@ def _set_absent(batch: _Batch, command: SetAbsent) -> None:
     absent = bool(command.absent)
     if (command.player_id in state.absent) != absent:
         batch.emit(AbsenceChanged(player_id=command.player_id, absent=absent))
+
+
+def _cancel(batch: _Batch) -> None:
+    """Called off before the start: ended at once, with no standings, the seed revealed."""
+    state = batch.state
+    if state.phase is not Phase.REGISTRATION:
+        raise RuleViolation(TournamentCode.ALREADY_STARTED, "the tournament has started")
+    batch.emit(TournamentCancelled())
+    batch.emit(TournamentEnded(standings=(), seed=state.seed))
 
 
 # --- the start ------------------------------------------------------------------------------

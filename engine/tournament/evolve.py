@@ -17,6 +17,7 @@ from engine.tournament.model import (
     EntrantRegistered,
     EntrantWithdrew,
     Event,
+    FeaturedChanged,
     Format,
     PartnerAsked,
     Phase,
@@ -24,6 +25,7 @@ from engine.tournament.model import (
     ResultRecorded,
     RoundEnded,
     RoundStarted,
+    TournamentCancelled,
     TournamentCreated,
     TournamentEnded,
     TournamentStarted,
@@ -96,6 +98,10 @@ def _apply(state: TournamentState | None, event: Event) -> TournamentState:
             body.player_id
         }
         return _replace(state, seq=seq, absent=absent)
+    if isinstance(body, FeaturedChanged):
+        return _replace(state, seq=seq, featured=body.featured)
+    if isinstance(body, TournamentCancelled):
+        return _replace(state, seq=seq, cancelled=True)
     if isinstance(body, TournamentStarted):
         schedule: tuple[tuple[tuple[str, ...], ...], ...] = ()
         if state.options.format is Format.ROUND_ROBIN:

@@ -330,6 +330,21 @@ class AbsenceChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class FeaturedChanged:
+    """An operator featured the tournament (listings show it first while it is open) or
+    stopped featuring it. No rule reads it; it is in the log so that every replica lists
+    the tournament alike."""
+
+    featured: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentCancelled:
+    """The tournament was called off before its start; the :class:`TournamentEnded` that
+    follows in the same batch ends it with no standings and reveals the seed."""
+
+
+@dataclass(frozen=True, slots=True)
 class TournamentStarted:
     """Registration is closed; the field and its seeded orders are fixed."""
 
@@ -395,6 +410,8 @@ EventBody = (
     | PartnerAsked
     | EntrantWithdrew
     | AbsenceChanged
+    | FeaturedChanged
+    | TournamentCancelled
     | TournamentStarted
     | RoundStarted
     | ResultRecorded
@@ -460,6 +477,21 @@ class SetAbsent:
 
 
 @dataclass(frozen=True, slots=True)
+class Feature:
+    """Feature the tournament in listings (``featured``) or stop featuring it."""
+
+    featured: bool
+    at_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """Call the tournament off before its start: it ends at once, with no standings."""
+
+    at_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Start:
     """Close registration, fix the field and seat round 1."""
 
@@ -484,7 +516,7 @@ class ReportResult:
     at_ms: int = 0
 
 
-Command = Register | AskPartner | Withdraw | SetAbsent | Start | ReportResult
+Command = Register | AskPartner | Withdraw | SetAbsent | Feature | Cancel | Start | ReportResult
 """Everything that can be asked of a tournament after its creation."""
 
 
@@ -565,6 +597,10 @@ class TournamentState:
     """Round robin: the groups of every round, drawn at the start."""
     standings: tuple[Standing, ...] = ()
     """As of the last round ended (final once ``phase`` is FINISHED)."""
+    featured: bool = False
+    """An operator features it (:class:`FeaturedChanged`)."""
+    cancelled: bool = False
+    """Called off before its start (:class:`TournamentCancelled`); ``phase`` is FINISHED."""
 
     @property
     def is_over(self) -> bool:
