@@ -32,6 +32,7 @@ from engine.core.errors import Code  # noqa: E402
 from engine.hand.errors import HandCode  # noqa: E402
 from engine.hokm.errors import HokmCode  # noqa: E402
 from engine.tournament.errors import TournamentCode  # noqa: E402
+from services.accounts.reasons import AccountsReason  # noqa: E402
 from services.lobby.reasons import LobbyReason  # noqa: E402
 from services.platform.errors import Reason, is_listed, wire_name  # noqa: E402
 from services.stats.service import StatsReason  # noqa: E402
@@ -162,6 +163,24 @@ GUIDANCE: dict[str, Guidance] = {
     StatsReason.PLAYER_NOT_FOUND: Guidance("NOT_FOUND", "no figures for this player (no "
                                            "finished match counted yet)",
                                            "show empty statistics"),
+    # ---- services.accounts.reasons.AccountsReason ----
+    AccountsReason.DEVICE_SECRET_INVALID: Guidance(
+        "UNAUTHENTICATED", "the device signed in before, and the call lacks its device "
+        "secret (or carries another)",
+        "send the secret the device's first sign-in returned"),
+    AccountsReason.REFRESH_TOKEN_INVALID: Guidance(
+        "UNAUTHENTICATED", "the refresh token is unknown, expired, or of a session that ended",
+        "sign in again"),
+    AccountsReason.REFRESH_TOKEN_REUSED: Guidance(
+        "UNAUTHENTICATED", "the refresh token was spent already; its session is ended now",
+        "sign in again (and never send a refresh token twice)"),
+    AccountsReason.GUEST_ALREADY_MOVED: Guidance(
+        "FAILED_PRECONDITION", "the lobby guest the call's token names moved to the accounts "
+        "service already, from another device id",
+        "sign in from that device id (with its device secret)"),
+    AccountsReason.NO_SESSION: Guidance(
+        "FAILED_PRECONDITION", "the access token names no session (it came from the lobby's "
+        "guest sign-in)", "sign in through AccountsService first"),
 }
 
 ENGINE_MEANINGS: dict[str, str] = {
@@ -230,6 +249,7 @@ SOURCES: tuple[Source, ...] = (
     Source("The tournament service: `services/tournament/reasons.py` "
            "`TournamentServiceReason`", TournamentServiceReason, False),
     Source("Statistics: `services/stats/service.py` `StatsReason`", StatsReason, False),
+    Source("Accounts: `services/accounts/reasons.py` `AccountsReason`", AccountsReason, False),
 )
 
 

@@ -10,7 +10,8 @@ It starts any set of them in one process, over the shared building blocks of
 - ``dast serve`` (``make run``): every service on the embedded defaults (a SQLite file
   under ``.dast/``, the in-process bus), the lobby and the bots calling this process's
   game service;
-- ``dast serve --services game`` (or ``lobby``, ``bot``, ``tournament``, ``stats``) against
+- ``dast serve --services game`` (or ``lobby``, ``bot``, ``tournament``, ``stats``,
+  ``accounts``) against
   PostgreSQL and NATS: one service per process, as ``deploy/local-stack.sh`` and ``k8s/``
   run them. A process without the game service reaches it at ``DAST_GAME_TARGET``, which
   may list several replicas (``ipv4:127.0.0.1:50061,127.0.0.1:50062``): gRPC's
@@ -64,6 +65,8 @@ from services.platform.table_feed import InProcessTableFeed, TableFeed, open_tab
 # is started): a bot replica does not load the lobby's, the stats' or the game service's
 # code, nor their stores' tables.
 if TYPE_CHECKING:
+    from services.accounts.service import AccountsService
+    from services.accounts.store import AccountsStore
     from services.bot.presence import Takeovers
     from services.bot.service import BotService
     from services.bot.stack import BotWorkers
@@ -76,7 +79,7 @@ if TYPE_CHECKING:
     from services.tournament.app import TournamentApp
     from services.tournament.store import TournamentStore
 
-KNOWN_SERVICES: Final = ("game", "lobby", "bot", "tournament", "stats")
+KNOWN_SERVICES: Final = ("game", "lobby", "bot", "tournament", "stats", "accounts")
 """What ``--services`` may name ("all" = every one)."""
 GIL_SWITCH_SECONDS: Final = 0.0005
 GC_YOUNG_THRESHOLD: Final = 10_000
@@ -116,6 +119,10 @@ class StackOptions:
     """Prefix of the bus durable names (``<prefix>bots`` …), so test runs stay apart."""
     tournament_sweep_seconds: float = 5.0
     """How often a tournament replica checks its running rounds for missed results."""
+    access_token_minutes: int = 15
+    """Lifetime of the accounts service's access tokens (``DAST_ACCESS_TOKEN_MINUTES``)."""
+    refresh_token_days: int = 30
+    """Lifetime of the accounts service's refresh tokens (``DAST_REFRESH_TOKEN_DAYS``)."""
 
 
 def parse_services(text: str) -> list[str]:
@@ -180,6 +187,9 @@ class Composition:
     stats_store: StatsStore | None = None
     """The stats service's tables, when this process runs it."""
     stats: Stats | None = field(init=False, default=None)
+    accounts_store: AccountsStore | None = None
+    """The accounts service's tables, when this process runs it."""
+    accounts: AccountsService | None = field(init=False, default=None)
     reporter: PresenceReporter | None = field(init=False, default=None)
     takeovers: Takeovers | None = field(init=False, default=None)
     lobby: Lobby | None = field(init=False, default=None)
@@ -242,6 +252,17 @@ class Composition:
 
             self.stats = mount_stats_service(server, self.stats_store, clock=self.clock)
             mounted.append(str(STATS_SERVICE_NAME))
+        if self.accounts_store is not None:
+            from services.accounts.app import SERVICE_NAME as ACCOUNTS_SERVICE_NAME
+            from services.accounts.app import mount_accounts_service
+            from services.accounts.sessions import TokenPolicy
+
+            self.accounts = mount_accounts_service(
+                server, self.accounts_store, secret=self.secret, clock=self.clock,
+                policy=TokenPolicy(self.options.access_token_minutes,
+                                   self.options.refresh_token_days),
+            )
+            mounted.append(str(ACCOUNTS_SERVICE_NAME))
         return mounted
 
     async def start(self, game_target: str) -> None:
@@ -325,11 +346,13 @@ async def running_stack(
     ``deployment``: the deployment whose NATS streams, subjects and presence bucket it
     uses with NATS, as ``DAST_DEPLOYMENT`` does; ``clock``: the one clock of every service
     and of presence)."""
+    from services.accounts.store import AccountsStore
     from services.lobby.store import LobbyStore
     from services.stats.store import StatsStore
     from services.tournament.store import TournamentStore
 
     store = await asyncio.to_thread(open_store, store_url)
+    accounts_store = await asyncio.to_thread(AccountsStore.open, store_url)
     lobby_store = await asyncio.to_thread(LobbyStore.open, store_url)
     tournament_store = await asyncio.to_thread(TournamentStore.open, store_url)
     stats_store = await asyncio.to_thread(StatsStore.open, store_url)
@@ -344,7 +367,7 @@ async def running_stack(
                                                   clock=clock),
                         tournament_store=tournament_store,
                         tournament_bus=_tournaments_bus_of(nats_url, names),
-                        stats_store=stats_store)
+                        stats_store=stats_store, accounts_store=accounts_store)
     server = make_server(secret, limits=limits)
     await add_health_and_reflection(server, stack.mount(server))
     port = bind(server, listen)
@@ -363,6 +386,7 @@ async def running_stack(
         await asyncio.to_thread(lobby_store.close)
         await asyncio.to_thread(tournament_store.close)
         await asyncio.to_thread(stats_store.close)
+        await asyncio.to_thread(accounts_store.close)
         await asyncio.to_thread(store.close)
 
 
@@ -393,7 +417,8 @@ def banner(settings: Settings, names: list[str], port: int) -> str:
     bus = masked_url(settings.nats_url) if settings.nats_url else "in-process"
     lines = [
         f"dast listening on {host}:{port} (services: {', '.join(names)})",
-        *([f"  store: {store}"] if {"game", "lobby", "tournament", "stats"} & set(names)
+        *([f"  store: {store}"] if {"game", "lobby", "tournament", "stats", "accounts"}
+          & set(names)
           else []),  # bots have none
         f"  bus:   {bus}",
         f"  try:   grpcurl -plaintext {host}:{port} list",
@@ -441,7 +466,7 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
     store_url = settings.store_url()
     store = await asyncio.to_thread(open_store, store_url) if "game" in names else None
-    lobby_store = tournament_store = stats_store = None
+    lobby_store = tournament_store = stats_store = accounts_store = None
     tournament_bus: Bus = InProcessBus()
     if "lobby" in names:
         from services.lobby.store import LobbyStore
@@ -457,6 +482,10 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
         from services.stats.store import StatsStore
 
         stats_store = await asyncio.to_thread(StatsStore.open, store_url)
+    if "accounts" in names:
+        from services.accounts.store import AccountsStore
+
+        accounts_store = await asyncio.to_thread(AccountsStore.open, store_url)
     # SQLite has one writer: one store thread avoids threads queueing on its lock; a
     # PostgreSQL pool serves many connections at once.
     workers = 16 if settings.database_url and "postgresql" in settings.database_url else 2
@@ -484,14 +513,16 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
         relay.notify if relay is not None else (lambda: None),
         StackOptions(token_ttl_seconds=settings.token_ttl_seconds,
                      grace_ms=int(settings.presence_grace_seconds * 1000),
-                     presence_heartbeat_ms=int(settings.presence_heartbeat_seconds * 1000)),
+                     presence_heartbeat_ms=int(settings.presence_heartbeat_seconds * 1000),
+                     access_token_minutes=settings.access_token_minutes,
+                     refresh_token_days=settings.refresh_token_days),
         signer=signer, clock=clock,
         board=open_presence_board(settings.nats_url, bucket=nats_names.presence_bucket,
                                   clock=clock),
         feed=open_table_feed(settings.nats_url, stream=nats_names.tables_stream,
                              subject_prefix=nats_names.tables_prefix),
         tournament_store=tournament_store, tournament_bus=tournament_bus,
-        stats_store=stats_store,
+        stats_store=stats_store, accounts_store=accounts_store,
     )
     server = make_server(settings.jwt_secret, max_message_bytes=settings.max_message_bytes,
                          limits=settings.caller_limits())
@@ -528,6 +559,8 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
             await asyncio.to_thread(tournament_store.close)
         if stats_store is not None:
             await asyncio.to_thread(stats_store.close)
+        if accounts_store is not None:
+            await asyncio.to_thread(accounts_store.close)
         if store is not None:
             await asyncio.to_thread(store.close)
 

@@ -1,6 +1,7 @@
 """Identity: signed JWT bearer tokens checked by a gRPC server interceptor.
 
-A token (HS256, secret from ``DAST_JWT_SECRET``) names one player (``sub``) and a role:
+A token (HS256, secret from ``DAST_JWT_SECRET``) names one player (``sub``), a role and,
+when the accounts service issued it, the session it belongs to (``sid``):
 
 - ``player``: acts only for the seat it holds in a match; watches other matches as a
   spectator;
@@ -10,7 +11,8 @@ A token (HS256, secret from ``DAST_JWT_SECRET``) names one player (``sub``) and 
 
 The interceptor rejects calls without a valid token (UNAUTHENTICATED, with an ``ErrorInfo``
 reason ``unauthenticated``, ``token_expired`` or ``token_invalid``) except the health and
-reflection services and the lobby's guest sign-in (which hands out tokens), and makes the
+reflection services, the lobby's guest sign-in and the accounts service's sign-ins and
+``Refresh`` (which hand out tokens), and makes the
 caller's :class:`Identity` available to the handler through :func:`current_identity`.
 Authentication comes before anything else looks at the request: a call without a valid
 token learns nothing else (not even whether its request parses).
@@ -34,7 +36,13 @@ _ALGORITHM: Final = "HS256"
 _ISSUER: Final = "dast"
 _OPEN_PREFIXES: Final = (
     "/grpc.health.v1.Health/", "/grpc.reflection.", "/dast.v1.LobbyService/SignInGuest",
+    "/dast.v1.AccountsService/SignInGuest", "/dast.v1.AccountsService/Refresh",
 )
+GUEST_ID_PREFIX: Final = "g-"
+"""How every guest's player id starts (the lobby's and the accounts service's
+``SignInGuest`` give out ``g-`` and 16 hex digits); an account's id, from the studio's
+identity provider, never does. What tells a guest apart (:attr:`Identity.is_guest`), for
+example where an operator lets only accounts create tournaments."""
 
 
 class Role(StrEnum):
@@ -51,11 +59,19 @@ class Identity:
 
     player_id: str
     role: Role
+    session_id: str | None = None
+    """The accounts service's session the token belongs to (its ``sid`` claim); None for
+    tokens outside sessions (the lobby's guest sign-in, service tokens)."""
 
     @property
     def is_privileged(self) -> bool:
         """Service and admin tokens may act for any seat and create matches."""
         return self.role in (Role.SERVICE, Role.ADMIN)
+
+    @property
+    def is_guest(self) -> bool:
+        """A player signed in as a guest (``SignInGuest``), not with an account."""
+        return self.role is Role.PLAYER and self.player_id.startswith(GUEST_ID_PREFIX)
 
 
 class AuthError(Exception):
@@ -72,17 +88,22 @@ class AuthError(Exception):
 
 
 def mint_token(
-    secret: str, player_id: str, role: Role = Role.PLAYER, *, ttl_seconds: int = 24 * 3600
+    secret: str, player_id: str, role: Role = Role.PLAYER, *, ttl_seconds: int = 24 * 3600,
+    session_id: str | None = None, issued_at: int | None = None,
 ) -> str:
-    """A signed bearer token for ``player_id`` acting as ``role``.
+    """A signed bearer token for ``player_id`` acting as ``role`` (in the session
+    ``session_id``, its ``sid`` claim, when given), issued at ``issued_at`` (epoch seconds;
+    None: now).
 
     >>> token = mint_token("s" * 32, "p1")
     >>> verify_token("s" * 32, token)
-    Identity(player_id='p1', role=<Role.PLAYER: 'player'>)
+    Identity(player_id='p1', role=<Role.PLAYER: 'player'>, session_id=None)
     """
-    now = int(time.time())
-    claims = {"sub": player_id, "role": str(role), "iss": _ISSUER, "iat": now,
-              "exp": now + ttl_seconds}
+    now = int(time.time()) if issued_at is None else issued_at
+    claims: dict[str, object] = {"sub": player_id, "role": str(role), "iss": _ISSUER,
+                                 "iat": now, "exp": now + ttl_seconds}
+    if session_id is not None:
+        claims["sid"] = session_id
     return jwt.encode(claims, secret, algorithm=_ALGORITHM)
 
 
@@ -113,7 +134,10 @@ def _verify(secret: str, token: str) -> tuple[Identity, int]:
         role = Role(claims.get("role", Role.PLAYER))
     except ValueError as exc:
         raise AuthError("the bearer token names an unknown role") from exc
-    return Identity(player_id, role), int(claims["exp"])
+    session_id = claims.get("sid")
+    if session_id is not None and (not isinstance(session_id, str) or not session_id):
+        raise AuthError("the bearer token names no valid session")
+    return Identity(player_id, role, session_id), int(claims["exp"])
 
 
 class TokenCache:

@@ -112,6 +112,16 @@ class Settings(BaseSettings):
     log_level: str = "info"
     log_json: bool = True
     token_ttl_seconds: int = 24 * 3600
+    oidc_providers: str = ""
+    """The OpenID Connect providers whose ID tokens sign players in: a JSON list of objects
+    (name, issuer, audiences, jwks_url or static_keys), read by
+    :func:`services.accounts.oidc_providers.parse_providers` (docs/accounts.md "Identity
+    providers"); empty: none."""
+    access_token_minutes: int = Field(default=15, ge=1, le=24 * 60)
+    """Lifetime of the access tokens the accounts service issues (a session's refresh
+    token renews them)."""
+    refresh_token_days: int = Field(default=30, ge=1, le=365)
+    """Lifetime of a refresh token: a session unused for longer ends."""
     presence_grace_seconds: float = 15.0
     """How long a player's game stream may be gone before a bot takes the seat."""
     presence_heartbeat_seconds: float = Field(default=5.0, gt=0)

@@ -197,9 +197,9 @@ def test_overlays_deploy_every_service(overlay_documents: tuple[str, list[Docume
         by_kind.setdefault(doc["kind"], set()).add(doc["metadata"]["name"])
         assert doc["kind"] == "Namespace" or doc["metadata"].get("namespace"), doc
     assert by_kind["Deployment"] == {"dast-game", "dast-lobby", "dast-bot", "dast-tournament",
-                                     "dast-stats"}
+                                     "dast-stats", "dast-accounts"}
     assert by_kind["HorizontalPodAutoscaler"] == {"dast-game", "dast-bot"}
-    assert {"dast-game", "dast-lobby", "dast-bot", "dast-tournament",
+    assert {"dast-game", "dast-lobby", "dast-bot", "dast-tournament", "dast-accounts",
             "dast-nats"} <= by_kind["PodDisruptionBudget"]
     assert by_kind["StatefulSet"] == {"dast-nats"}
     assert by_kind["Job"] == {"dast-migrate"}
@@ -271,7 +271,7 @@ def test_policy_check_fails_on_a_broken_manifest(tmp_path: Path) -> None:
 COMPOSE = REPO / "deploy" / "docker-compose.yml"
 DAST_SERVICES = {"lobby": "lobby", "game-1": "game", "game-2": "game", "bot": "bot",
                  "tournament-1": "tournament", "tournament-2": "tournament",
-                 "stats": "stats"}
+                 "stats": "stats", "accounts": "accounts"}
 
 
 def test_compose_file_runs_every_service_with_health_checks_and_no_default_secret() -> None:

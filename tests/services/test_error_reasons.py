@@ -38,6 +38,8 @@ import pytest
 import sqlalchemy.exc
 
 from dast.v1 import (
+    accounts_pb2,
+    accounts_pb2_grpc,
     common_pb2,
     errors_pb2,
     game_pb2,
@@ -537,6 +539,50 @@ async def _player_not_found(api: Api) -> object:
     stats = stats_pb2_grpc.StatsServiceStub(api.channel)
     return await stats.GetPlayerStats(stats_pb2.GetPlayerStatsRequest(player_id="nobody-yet"),
                                       metadata=api.auth("p0"))
+
+
+# ---- accounts ----
+
+def _accounts(api: Api) -> accounts_pb2_grpc.AccountsServiceStub:
+    return accounts_pb2_grpc.AccountsServiceStub(api.channel)
+
+
+@trigger("device_secret_invalid")
+async def _device_secret_invalid(api: Api) -> object:
+    request = accounts_pb2.AccountsServiceSignInGuestRequest(device_id="reasons-device-1")
+    await _accounts(api).SignInGuest(request)
+    return await _accounts(api).SignInGuest(request)  # again, without the secret
+
+
+@trigger("refresh_token_invalid")
+async def _refresh_token_invalid(api: Api) -> object:
+    return await _accounts(api).Refresh(accounts_pb2.RefreshRequest(
+        refresh_token="no-such-refresh-token"))
+
+
+@trigger("refresh_token_reused")
+async def _refresh_token_reused(api: Api) -> object:
+    signed_in = await _accounts(api).SignInGuest(
+        accounts_pb2.AccountsServiceSignInGuestRequest(device_id="reasons-device-2"))
+    spent = accounts_pb2.RefreshRequest(refresh_token=signed_in.tokens.refresh_token)
+    await _accounts(api).Refresh(spent)
+    return await _accounts(api).Refresh(spent)
+
+
+@trigger("guest_already_moved")
+async def _guest_already_moved(api: Api) -> object:
+    lobby_guest = await api.lobby.SignInGuest(lobby_pb2.SignInGuestRequest(
+        device_id="reasons-device-3"))
+    bearer = (("authorization", f"Bearer {lobby_guest.token}"),)
+    for device_id in ("reasons-device-4", "reasons-device-5"):  # the second one is refused
+        reply = await _accounts(api).SignInGuest(accounts_pb2.AccountsServiceSignInGuestRequest(
+            device_id=device_id), metadata=bearer)
+    return reply
+
+
+@trigger("no_session")
+async def _no_session(api: Api) -> object:
+    return await _accounts(api).SignOut(accounts_pb2.SignOutRequest(), metadata=api.auth("p0"))
 
 
 # ---- every game's rules, through Hokm ----

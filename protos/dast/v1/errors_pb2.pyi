@@ -339,6 +339,28 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     NOT_FOUND: no figures for this player (no finished match counted yet). The app: show
     empty statistics.
     """
+    ERROR_REASON_DEVICE_SECRET_INVALID: _ErrorReason.ValueType  # 900
+    """---- Accounts (services/accounts/reasons.py AccountsReason) ----
+    UNAUTHENTICATED: the device signed in before, and the call lacks its device secret (or
+    carries another). The app: send the secret the device's first sign-in returned.
+    """
+    ERROR_REASON_REFRESH_TOKEN_INVALID: _ErrorReason.ValueType  # 901
+    """UNAUTHENTICATED: the refresh token is unknown, expired, or of a session that ended. The
+    app: sign in again.
+    """
+    ERROR_REASON_REFRESH_TOKEN_REUSED: _ErrorReason.ValueType  # 902
+    """UNAUTHENTICATED: the refresh token was spent already; its session is ended now. The
+    app: sign in again (and never send a refresh token twice).
+    """
+    ERROR_REASON_NO_SESSION: _ErrorReason.ValueType  # 903
+    """FAILED_PRECONDITION: the access token names no session (it came from the lobby's
+    guest sign-in). The app: sign in through AccountsService first.
+    """
+    ERROR_REASON_GUEST_ALREADY_MOVED: _ErrorReason.ValueType  # 904
+    """FAILED_PRECONDITION: the lobby guest the call's token names moved to the accounts
+    service already, from another device id. The app: sign in from that device id (with its
+    device secret).
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper): ...
 
@@ -639,5 +661,27 @@ ERROR_REASON_PLAYER_NOT_FOUND: ErrorReason.ValueType  # 800
 """---- Statistics (services/stats/service.py StatsReason) ----
 NOT_FOUND: no figures for this player (no finished match counted yet). The app: show
 empty statistics.
+"""
+ERROR_REASON_DEVICE_SECRET_INVALID: ErrorReason.ValueType  # 900
+"""---- Accounts (services/accounts/reasons.py AccountsReason) ----
+UNAUTHENTICATED: the device signed in before, and the call lacks its device secret (or
+carries another). The app: send the secret the device's first sign-in returned.
+"""
+ERROR_REASON_REFRESH_TOKEN_INVALID: ErrorReason.ValueType  # 901
+"""UNAUTHENTICATED: the refresh token is unknown, expired, or of a session that ended. The
+app: sign in again.
+"""
+ERROR_REASON_REFRESH_TOKEN_REUSED: ErrorReason.ValueType  # 902
+"""UNAUTHENTICATED: the refresh token was spent already; its session is ended now. The
+app: sign in again (and never send a refresh token twice).
+"""
+ERROR_REASON_NO_SESSION: ErrorReason.ValueType  # 903
+"""FAILED_PRECONDITION: the access token names no session (it came from the lobby's
+guest sign-in). The app: sign in through AccountsService first.
+"""
+ERROR_REASON_GUEST_ALREADY_MOVED: ErrorReason.ValueType  # 904
+"""FAILED_PRECONDITION: the lobby guest the call's token names moved to the accounts
+service already, from another device id. The app: sign in from that device id (with its
+device secret).
 """
 Global___ErrorReason: typing_extensions.TypeAlias = ErrorReason

@@ -1,4 +1,4 @@
-"""The Alembic migrations of the PostgreSQL event store."""
+"""The Alembic migrations of the PostgreSQL event store (and of the accounts tables)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import MetaData, create_engine, inspect
 
+from services.accounts.store import TABLES as ACCOUNTS_TABLES
 from services.platform.migrations import alembic_config, upgrade_database
 from services.platform.store import open_store
 from services.platform.store_sql import COMMANDS, EVENTS, GAMES
@@ -34,7 +35,8 @@ def test_upgrade_from_a_clean_database_creates_the_tables(pg_url: str) -> None:
     upgrade_database(pg_url)
     assert _revision_and_tables(pg_url) == (
         HEAD,
-        {"alembic_version", "games", "events", "commands"},
+        {"alembic_version", "games", "events", "commands", "accounts_players",
+         "accounts_devices", "accounts_sessions", "accounts_refresh_tokens"},
     )
 
 
@@ -61,10 +63,11 @@ def test_replicas_migrating_at_once_do_not_collide(pg_url: str) -> None:
 
 
 def test_migrations_match_the_models(pg_url: str) -> None:
-    # models.py and versions/ describe the same schema: autogenerate finds nothing to do.
+    # models.py (and the accounts service's models, revision 0005) and versions/ describe
+    # the same schema: autogenerate finds nothing to do.
     upgrade_database(pg_url)
     ours = MetaData()
-    for table in (GAMES, EVENTS, COMMANDS):
+    for table in (GAMES, EVENTS, COMMANDS, *ACCOUNTS_TABLES):
         table.to_metadata(ours)
     engine = create_engine(pg_url)
     try:

@@ -1,0 +1,27 @@
+"""The accounts service's stable error reasons, as the game service has
+:class:`services.platform.errors.Reason`.
+
+Each travels in ``ErrorInfo.reason`` as its ``dast.v1.ErrorReason`` value's name
+(``refresh_token_reused`` → ``ERROR_REASON_REFRESH_TOKEN_REUSED``, protos/dast/v1/errors.proto).
+A reason never changes once shipped.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class AccountsReason(StrEnum):
+    """Why the accounts service refused a call (besides the platform's reasons)."""
+
+    DEVICE_SECRET_INVALID = "device_secret_invalid"
+    """The device signed in before and the call lacks its secret (or carries another)."""
+    REFRESH_TOKEN_INVALID = "refresh_token_invalid"
+    """The refresh token is unknown, expired, or of a session that ended."""
+    REFRESH_TOKEN_REUSED = "refresh_token_reused"
+    """The refresh token was spent already: its whole session is ended now."""
+    GUEST_ALREADY_MOVED = "guest_already_moved"
+    """The lobby guest the call's token names moved to the accounts service already, from
+    another device id."""
+    NO_SESSION = "no_session"
+    """The access token names no session (a token of the lobby's guest sign-in)."""

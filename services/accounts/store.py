@@ -1,0 +1,306 @@
+"""The accounts service's tables in SQL (SQLModel): players, devices, sessions, refresh tokens.
+
+SQLite is the embedded default and PostgreSQL the production store, at the same URL as the
+other services' tables (``Settings.store_url()``); every table's name starts with
+``accounts_``. On PostgreSQL the tables come from the Alembic revision 0005
+(``services/platform/migrations/versions``, run by :meth:`AccountsStore.open`); on SQLite
+from these models (``create_all``). Keep the two in step
+(``tests/services/platform/test_migrations.py`` compares them).
+
+Secrets are never stored, only their SHA-256 digests: a device secret and a refresh token
+are 32 random bytes each, far too many to guess, so a fast digest is enough (a password would
+need a slow one), and lookups by digest compare nothing secret in Python. A device's secret
+is checked with :func:`hmac.compare_digest` all the same.
+
+A refresh token is spent by an ``UPDATE … WHERE spent_ms = 0``: of two calls spending the
+same token at once, exactly one wins; the other sees it spent, as a reuse.
+
+Errors::
+
+    AccountsStoreError
+     ├── DeviceSecretMismatch   a known device without its secret
+     ├── GuestAlreadyMoved      a lobby guest's player id that is here already
+     └── RefreshRefused         a refresh token that cannot be spent (``reused`` says why)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+from typing import Final
+
+from sqlalchemy import BigInteger, Column, Index, LargeBinary, String, insert, select, update
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import registry
+from sqlmodel import Field, SQLModel
+
+from services.platform.sql_engine import SqlTables, open_sql_engine, open_tables
+
+PLAYER_ID_CHARS: Final = 64
+DEVICE_ID_CHARS: Final = 128
+SESSION_ID_CHARS: Final = 32
+DIGEST_BYTES: Final = 32
+
+
+class AccountsModel(SQLModel, registry=registry()):
+    """Base of the accounts tables: their own metadata, apart from every other service's."""
+
+
+class PlayerRow(AccountsModel, table=True):
+    """A player: the identity every device and session of theirs leads to."""
+
+    __tablename__ = "accounts_players"
+
+    player_id: str = Field(sa_column=Column(String(PLAYER_ID_CHARS), primary_key=True))
+    display_name: str = Field(sa_column=Column(String(64), nullable=False))
+    created_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
+class DeviceRow(AccountsModel, table=True):
+    """A device a player signs in from as a guest, with the digest of its secret."""
+
+    __tablename__ = "accounts_devices"
+    __table_args__ = (Index("ix_accounts_devices_player", "player_id"),)
+
+    device_id: str = Field(sa_column=Column(String(DEVICE_ID_CHARS), primary_key=True))
+    player_id: str = Field(sa_column=Column(String(PLAYER_ID_CHARS), nullable=False))
+    secret_digest: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    created_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
+class SessionRow(AccountsModel, table=True):
+    """A session: one sign-in and every refresh after it (a family of refresh tokens)."""
+
+    __tablename__ = "accounts_sessions"
+    __table_args__ = (Index("ix_accounts_sessions_player", "player_id"),)
+
+    session_id: str = Field(sa_column=Column(String(SESSION_ID_CHARS), primary_key=True))
+    player_id: str = Field(sa_column=Column(String(PLAYER_ID_CHARS), nullable=False))
+    created_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
+    ended_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
+    """0 while the session is open; when it ended otherwise."""
+
+
+class RefreshTokenRow(AccountsModel, table=True):
+    """A refresh token of a session, by digest: live until it expires or is spent."""
+
+    __tablename__ = "accounts_refresh_tokens"
+    __table_args__ = (Index("ix_accounts_refresh_tokens_session", "session_id"),)
+
+    token_digest: bytes = Field(sa_column=Column(LargeBinary, primary_key=True))
+    session_id: str = Field(sa_column=Column(String(SESSION_ID_CHARS), nullable=False))
+    expires_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
+    spent_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
+    """0 until the token is spent."""
+
+
+PLAYERS = PlayerRow.__table__  # type: ignore[attr-defined]
+DEVICES = DeviceRow.__table__  # type: ignore[attr-defined]
+SESSIONS = SessionRow.__table__  # type: ignore[attr-defined]
+REFRESH_TOKENS = RefreshTokenRow.__table__  # type: ignore[attr-defined]
+TABLES: Final = (PLAYERS, DEVICES, SESSIONS, REFRESH_TOKENS)
+
+
+def digest(secret: str) -> bytes:
+    """The SHA-256 digest a secret (device secret, refresh token) is stored as."""
+    return hashlib.sha256(secret.encode("utf-8", errors="surrogatepass")).digest()
+
+
+class AccountsStoreError(Exception):
+    """Base of the accounts store's errors."""
+
+
+class DeviceSecretMismatch(AccountsStoreError):
+    """The device signed in before, and the secret given is not its secret."""
+
+
+class GuestAlreadyMoved(AccountsStoreError):
+    """A lobby guest's player id offered for a new device, and that player exists here."""
+
+
+class RefreshRefused(AccountsStoreError):
+    """A refresh token that cannot be spent.
+
+    :param reused: True when it was spent already (its session is ended now); False when
+        it is unknown, expired, or of an ended session.
+    """
+
+    def __init__(self, message: str, *, reused: bool) -> None:
+        super().__init__(message)
+        self.reused = reused
+
+
+@dataclass(frozen=True, slots=True)
+class GuestSignIn:
+    """What a guest sign-in found or made."""
+
+    player_id: str
+    display_name: str
+    is_new: bool
+
+
+@dataclass(frozen=True, slots=True)
+class NewSession:
+    """An opened session and its first refresh token's digest."""
+
+    session_id: str
+    player_id: str
+    refresh_digest: bytes
+    refresh_expires_ms: int
+
+
+class AccountsStore(SqlTables):
+    """The accounts tables. Synchronous and thread-safe; async code calls it with
+    ``asyncio.to_thread``."""
+
+    @classmethod
+    def open(cls, url: str | None) -> AccountsStore:
+        """The store at ``url`` (None: a private in-memory SQLite database), its tables
+        created or migrated.
+
+        :raises ValueError: for a URL of another database than SQLite or PostgreSQL.
+        """
+        if url is not None and make_url(url).get_backend_name() == "postgresql":
+            from services.platform.migrations import upgrade_database
+
+            upgrade_database(url)
+            return cls(open_sql_engine(url, owner="accounts"))
+        return cls(open_tables(url, AccountsModel.metadata, owner="accounts"))
+
+    def sign_in_guest(self, device_id: str, secret_digest: bytes, display_name: str,
+                      new_player_id: str, now_ms: int, *, check: str | None) -> GuestSignIn:
+        """The player of ``device_id``: a new one (``new_player_id``, ``display_name``,
+        the device stored with ``secret_digest``) on the device's first sign-in; otherwise
+        the device's, when ``check`` is its secret.
+
+        :raises DeviceSecretMismatch: for a known device and another (or no) secret.
+        """
+        found = self._device(device_id)
+        if found is None:
+            try:
+                with self._transaction() as connection:
+                    connection.execute(insert(PLAYERS).values(
+                        player_id=new_player_id, display_name=display_name,
+                        created_ms=now_ms))
+                    connection.execute(insert(DEVICES).values(
+                        device_id=device_id, player_id=new_player_id,
+                        secret_digest=secret_digest, created_ms=now_ms))
+                return GuestSignIn(new_player_id, display_name, True)
+            except IntegrityError:
+                # Another call stored the device first (a known device now), or the player
+                # exists: a lobby guest moved over from another device already.
+                found = self._device(device_id)
+            if found is None:
+                raise GuestAlreadyMoved(
+                    "this guest has moved to the accounts service already, from another "
+                    "device id: sign in from that one")
+        player_id, stored = found
+        if check is None or not hmac.compare_digest(digest(check), stored):
+            raise DeviceSecretMismatch(
+                "this device signed in before: send the device secret its first sign-in "
+                "returned")
+        return GuestSignIn(player_id, self._name_of(player_id), False)
+
+    def _device(self, device_id: str) -> tuple[str, bytes] | None:
+        with self._reading() as connection:
+            row = connection.execute(
+                select(DEVICES.c.player_id, DEVICES.c.secret_digest)
+                .where(DEVICES.c.device_id == device_id)
+            ).first()
+        return None if row is None else (row[0], bytes(row[1]))
+
+    def _name_of(self, player_id: str) -> str:
+        with self._reading() as connection:
+            name = connection.execute(
+                select(PLAYERS.c.display_name).where(PLAYERS.c.player_id == player_id)
+            ).scalar_one_or_none()
+        return name or ""
+
+    def open_session(self, session_id: str, player_id: str, refresh_digest: bytes,
+                     now_ms: int, refresh_expires_ms: int) -> NewSession:
+        """Open the session ``session_id`` of ``player_id`` with its first refresh token."""
+        with self._transaction() as connection:
+            connection.execute(insert(SESSIONS).values(
+                session_id=session_id, player_id=player_id, created_ms=now_ms, ended_ms=0))
+            connection.execute(insert(REFRESH_TOKENS).values(
+                token_digest=refresh_digest, session_id=session_id,
+                expires_ms=refresh_expires_ms, spent_ms=0))
+        return NewSession(session_id, player_id, refresh_digest, refresh_expires_ms)
+
+    def rotate(self, spent_digest: bytes, next_digest: bytes, now_ms: int,
+               next_expires_ms: int) -> NewSession:
+        """Spend the refresh token ``spent_digest`` and give its session the token
+        ``next_digest``.
+
+        :raises RefreshRefused: for a token that is unknown, expired or of an ended session
+            (``reused`` False), or spent already (``reused`` True: the session is ended now,
+            every token of it with it).
+        """
+        with self._transaction() as connection:
+            found = connection.execute(
+                select(REFRESH_TOKENS.c.session_id, REFRESH_TOKENS.c.expires_ms,
+                       SESSIONS.c.player_id, SESSIONS.c.ended_ms)
+                .join(SESSIONS, SESSIONS.c.session_id == REFRESH_TOKENS.c.session_id)
+                .where(REFRESH_TOKENS.c.token_digest == spent_digest)
+            ).first()
+            if found is None:
+                raise RefreshRefused("the refresh token is not known: sign in again",
+                                     reused=False)
+            session_id, expires_ms, player_id, ended_ms = found
+            if ended_ms:
+                raise RefreshRefused("the refresh token's session has ended: sign in again",
+                                     reused=False)
+            if expires_ms <= now_ms:
+                raise RefreshRefused("the refresh token has expired: sign in again",
+                                     reused=False)
+            spent = connection.execute(
+                update(REFRESH_TOKENS)
+                .where(REFRESH_TOKENS.c.token_digest == spent_digest,
+                       REFRESH_TOKENS.c.spent_ms == 0)
+                .values(spent_ms=now_ms)
+            ).rowcount
+            if spent == 1:
+                connection.execute(insert(REFRESH_TOKENS).values(
+                    token_digest=next_digest, session_id=session_id,
+                    expires_ms=next_expires_ms, spent_ms=0))
+                return NewSession(session_id, player_id, next_digest, next_expires_ms)
+            connection.execute(
+                update(SESSIONS).where(SESSIONS.c.session_id == session_id)
+                .values(ended_ms=now_ms))
+        raise RefreshRefused(
+            "the refresh token was used already, so its session is ended: sign in again",
+            reused=True)
+
+    def end_session(self, session_id: str, player_id: str, now_ms: int) -> bool:
+        """End ``player_id``'s session ``session_id``; whether it was open."""
+        with self._transaction() as connection:
+            return bool(connection.execute(
+                update(SESSIONS)
+                .where(SESSIONS.c.session_id == session_id, SESSIONS.c.player_id == player_id,
+                       SESSIONS.c.ended_ms == 0)
+                .values(ended_ms=now_ms)
+            ).rowcount)
+
+    def end_sessions_of(self, player_id: str, now_ms: int) -> list[str]:
+        """End every open session of ``player_id``; the ids of those that were open."""
+        with self._transaction() as connection:
+            open_ids = list(connection.execute(
+                select(SESSIONS.c.session_id)
+                .where(SESSIONS.c.player_id == player_id, SESSIONS.c.ended_ms == 0)
+            ).scalars())
+            if open_ids:
+                connection.execute(
+                    update(SESSIONS)
+                    .where(SESSIONS.c.session_id.in_(open_ids), SESSIONS.c.ended_ms == 0)
+                    .values(ended_ms=now_ms))
+        return open_ids
+
+    def is_session_open(self, session_id: str) -> bool:
+        """Whether ``session_id`` names a session that has not ended."""
+        with self._reading() as connection:
+            ended = connection.execute(
+                select(SESSIONS.c.ended_ms).where(SESSIONS.c.session_id == session_id)
+            ).scalar_one_or_none()
+        return ended == 0
