@@ -159,6 +159,14 @@ GUIDANCE: dict[str, Guidance] = {
         "retry the call"),
     TournamentServiceReason.NOT_REGISTERED: Guidance(
         "NOT_FOUND", "the caller is in no entrant of the tournament", 'show "not entered"'),
+    TournamentServiceReason.TOO_MANY_OPEN_TOURNAMENTS: Guidance(
+        "RESOURCE_EXHAUSTED", "the caller hosts as many open (registering or running) "
+        "tournaments as the server allows one player (`metadata` `open`, `limit`)",
+        "say so; offer to cancel one that has not started, or wait until one ends"),
+    TournamentServiceReason.TOURNAMENT_CREATION_RESTRICTED: Guidance(
+        "PERMISSION_DENIED", "the server lets only players signed in with an account (not "
+        "guests), or only operators, create tournaments (`metadata` `creators`)",
+        "hide tournament creation for such callers"),
     # ---- services.stats.service.StatsReason ----
     StatsReason.PLAYER_NOT_FOUND: Guidance("NOT_FOUND", "no figures for this player (no "
                                            "finished match counted yet)",

@@ -119,6 +119,11 @@ class StackOptions:
     """Prefix of the bus durable names (``<prefix>bots`` …), so test runs stay apart."""
     tournament_sweep_seconds: float = 5.0
     """How often a tournament replica checks its running rounds for missed results."""
+    tournament_creators: str = "anyone"
+    """Who may create tournaments (``DAST_TOURNAMENT_CREATORS``: anyone, accounts,
+    operators)."""
+    tournament_open_per_player: int = 2
+    """Open tournaments one player may host at once (``DAST_TOURNAMENT_OPEN_PER_PLAYER``)."""
     access_token_minutes: int = 15
     """Lifetime of the accounts service's access tokens (``DAST_ACCESS_TOKEN_MINUTES``)."""
     refresh_token_days: int = 30
@@ -240,10 +245,13 @@ class Composition:
             mounted.append(str(LOBBY_SERVICE_NAME))
         if self.tournament_store is not None:
             from services.tournament.app import TournamentApp
+            from services.tournament.policy import CreationPolicy, Creators
 
             self.tournament = TournamentApp.build(
                 self.tournament_store, self.tournament_bus, secret=self.secret,
                 clock=self.clock, sweep_seconds=self.options.tournament_sweep_seconds,
+                policy=CreationPolicy(Creators(self.options.tournament_creators),
+                                      self.options.tournament_open_per_player),
             )
             mounted.append(self.tournament.mount(server))
         if self.stats_store is not None:
@@ -269,7 +277,8 @@ class Composition:
         """Run the background work, calling the game service at ``game_target``."""
         prefix = self.options.durable_prefix
         presence_on = self.options.presence and (
-            self.reporter is not None or ("bot" in self.names and self.options.bots))
+            self.reporter is not None or ("bot" in self.names and self.options.bots)
+            or self.tournament is not None)
         if presence_on:
             await self.board.start()
         if self.reporter is not None:
@@ -280,8 +289,11 @@ class Composition:
                                        durable=f"{prefix}lobby", feed=self.feed))
         if self.tournament is not None:
             await self.tournament_bus.start()
+            # The players of its matches are expected on the presence board, which the
+            # takeovers read (services.tournament.attendance).
             self.tournament.start(self.bus, game_target=game_target,
-                                  durable=f"{prefix}tournaments")
+                                  durable=f"{prefix}tournaments",
+                                  board=self.board if self.options.presence else None)
         if self.stats is not None:
             self._spawn(self.stats.follow(self.bus, durable=f"{prefix}stats",
                                           game_target=game_target, secret=self.secret))
@@ -515,7 +527,9 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
                      grace_ms=int(settings.presence_grace_seconds * 1000),
                      presence_heartbeat_ms=int(settings.presence_heartbeat_seconds * 1000),
                      access_token_minutes=settings.access_token_minutes,
-                     refresh_token_days=settings.refresh_token_days),
+                     refresh_token_days=settings.refresh_token_days,
+                     tournament_creators=settings.tournament_creators,
+                     tournament_open_per_player=settings.tournament_open_per_player),
         signer=signer, clock=clock,
         board=open_presence_board(settings.nats_url, bucket=nats_names.presence_bucket,
                                   clock=clock),

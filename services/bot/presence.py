@@ -9,6 +9,12 @@ level of the match's own bots). The game service appends that as an event of the
 which wakes the bot service like any event; the player's next stream, on any replica, gives
 the seat back (an event too).
 
+A player who never opened a stream has no report of any replica; the tournament service
+publishes on the same board, for every tournament match it creates, a record expecting the
+match's players from the moment it exists (:mod:`services.tournament.attendance`), which
+reads as streams closed then: a tournament player who does not subscribe within the grace
+period is taken over like one whose stream went away, and given the seat back the same way.
+
 Several :class:`Takeovers` (one per bot replica) may run: they see the same board, and the
 game service appends one event however many ask at once (a second request changes nothing).
 A player who reconnects in the instant a takeover is decided could find their seat taken

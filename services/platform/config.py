@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, ValidationError, field_validator
@@ -123,10 +123,19 @@ class Settings(BaseSettings):
     refresh_token_days: int = Field(default=30, ge=1, le=365)
     """Lifetime of a refresh token: a session unused for longer ends."""
     presence_grace_seconds: float = 15.0
-    """How long a player's game stream may be gone before a bot takes the seat."""
+    """How long a player's game stream may be gone before a bot takes the seat (and how
+    long a tournament player may take to open a stream on a new match: docs/tournaments.md
+    "Absent players")."""
     presence_heartbeat_seconds: float = Field(default=5.0, gt=0)
     """How often a game replica reports its players' streams to the presence board; a
     replica silent for three periods counts as gone (its streams with it)."""
+    tournament_creators: Literal["anyone", "accounts", "operators"] = "anyone"
+    """Who may create tournaments: every player, guests included (``anyone``); players
+    signed in with an account, not guests (``accounts``); admin and service tokens only
+    (``operators``). services/tournament/policy.py."""
+    tournament_open_per_player: int = Field(default=2, ge=1)
+    """Open (registering or running) tournaments one player may host at once; operators
+    have no limit."""
     limit_streams_per_player: int = Field(default=32, ge=1)
     """Open game and table streams one player may hold on one process (limits.py)."""
     limit_calls_per_second: float = Field(default=50.0, gt=0)

@@ -134,8 +134,11 @@ def check_id(
     return value
 
 
-def clean_display_name(raw: str, *, max_chars: int = DISPLAY_NAME_CHARS) -> str:
-    """The display name ``raw`` as others will see it ("" when none was given).
+def clean_display_name(raw: str, *, max_chars: int = DISPLAY_NAME_CHARS,
+                       field: str = "display_name") -> str:
+    """The display name ``raw`` as others will see it ("" when none was given); the same
+    rules serve other names players choose and others see (``field`` names the request's
+    field in a refusal: a tournament's ``settings.name``).
 
     NFKC-normalised (full-width and presentation forms become the plain letters), control
     and invisible characters removed (zero-width, direction overrides and isolates, BOM,
@@ -153,7 +156,7 @@ def clean_display_name(raw: str, *, max_chars: int = DISPLAY_NAME_CHARS) -> str:
     if not raw:
         return ""
     if len(raw) > MAX_TEXT_CHARS:
-        raise _invalid(Reason.INVALID_DISPLAY_NAME, "display_name",
+        raise _invalid(Reason.INVALID_DISPLAY_NAME, field,
                        f"has more than {MAX_TEXT_CHARS} characters")
     text = unicodedata.normalize("NFKC", raw)
     kept: list[str] = []
@@ -181,9 +184,9 @@ def clean_display_name(raw: str, *, max_chars: int = DISPLAY_NAME_CHARS) -> str:
     # Normalising again: dropping characters may have brought composable pairs together.
     name = unicodedata.normalize("NFKC", name)
     if not name:
-        raise _invalid(Reason.INVALID_DISPLAY_NAME, "display_name", "has no visible character")
+        raise _invalid(Reason.INVALID_DISPLAY_NAME, field, "has no visible character")
     if len(name) > max_chars:
-        raise _invalid(Reason.INVALID_DISPLAY_NAME, "display_name",
+        raise _invalid(Reason.INVALID_DISPLAY_NAME, field,
                        f"has more than {max_chars} characters")
     return name
 

@@ -4,12 +4,15 @@ The composition root (:mod:`services.compose`) builds a :class:`TournamentApp` o
 service's store and the tournaments' bus, mounts it on the gRPC server, then starts it with
 the game service's target and the games' bus::
 
-    app = TournamentApp.build(store, tournaments_bus, secret=settings.jwt_secret)
+    app = TournamentApp.build(store, tournaments_bus, secret=settings.jwt_secret,
+                              policy=CreationPolicy(Creators(settings.tournament_creators),
+                                                    settings.tournament_open_per_player))
     app.mount(server)
-    tasks = app.start(games_bus, game_target="127.0.0.1:50051")
+    tasks = app.start(games_bus, game_target="127.0.0.1:50051", board=presence_board)
 
 Nothing lives only in this process: the logs are in the store, the matches in the game
-service, the pending results on the durable consumer, the deadlines in the logs.
+service, the pending results on the durable consumer, the deadlines in the logs, the
+players expected at the matches on the presence board.
 """
 
 from __future__ import annotations
@@ -24,8 +27,12 @@ from dast.v1 import tournament_pb2, tournament_pb2_grpc
 from services.platform.bus import Bus, InProcessBus, cancel_and_wait, open_bus
 from services.platform.clock import Clock, wall_clock_ms
 from services.platform.config import Settings
+from services.platform.presence_kv import PresenceBoard
+from services.tournament.attendance import Attendance
 from services.tournament.conductor import Conductor
 from services.tournament.games import GrpcTournamentGames
+from services.tournament.paging import PageTokens
+from services.tournament.policy import CreationPolicy
 from services.tournament.publisher import LogPublisher
 from services.tournament.service import TournamentService
 from services.tournament.store import TournamentStore
@@ -63,27 +70,33 @@ class TournamentApp:
 
     @classmethod
     def build(cls, store: TournamentStore, bus: Bus, *, secret: str,
-              clock: Clock = wall_clock_ms, sweep_seconds: float = 5.0) -> TournamentApp:
-        """The service over ``store``, publishing the logs on ``bus``."""
+              clock: Clock = wall_clock_ms, sweep_seconds: float = 5.0,
+              policy: CreationPolicy | None = None) -> TournamentApp:
+        """The service over ``store``, publishing the logs on ``bus`` (``policy``: who may
+        create tournaments)."""
         tournaments = Tournaments(store, clock=clock)
         publisher = LogPublisher(store, bus, EVENT_TYPE_URL)
         tournaments.add_listener(publisher.wake)
-        return cls(tournaments, TournamentService(tournaments, bus), publisher, secret,
-                   sweep_seconds)
+        return cls(tournaments, TournamentService(
+            tournaments, bus, page_tokens=PageTokens(secret), policy=policy,
+        ), publisher, secret, sweep_seconds)
 
     def mount(self, server: grpc.aio.Server) -> str:
         """Add the servicer to ``server``; its full name."""
         tournament_pb2_grpc.add_TournamentServiceServicer_to_server(self.service, server)
         return str(SERVICE_NAME)
 
-    def start(self, games_bus: Bus, *, game_target: str, durable: str = "tournaments"
-              ) -> None:
+    def start(self, games_bus: Bus, *, game_target: str, durable: str = "tournaments",
+              board: PresenceBoard | None = None) -> None:
         """Run the publisher and the conductor (following ``games_bus`` on ``durable``),
-        creating matches through the game service at ``game_target``."""
+        creating matches through the game service at ``game_target`` and expecting their
+        players on the presence ``board`` (None: no absence is ever detected)."""
         self._games = GrpcTournamentGames(game_target, self.secret)
+        attendance = (Attendance(board, clock=self.tournaments.clock) if board is not None
+                      else None)
         self.conductor = Conductor(self.tournaments, self._games,
                                    clock=self.tournaments.clock,
-                                   sweep_seconds=self.sweep_seconds)
+                                   sweep_seconds=self.sweep_seconds, attendance=attendance)
         self._tasks = [
             asyncio.create_task(self.publisher.run(), name="tournament-publisher"),
             asyncio.create_task(self.conductor.run(games_bus, durable=durable),

@@ -6,8 +6,13 @@ lacks:
 
 - **Tables.** When a step starts a round (``RoundStarted``), each of its tables becomes a
   match of the game service (:func:`services.tournament.options.create_game_request`; the
-  game id names the table, so creating it again is harmless). Seats of absent players get
-  a bot standing in (``ControlSeat``), the rest of the bots play by the bot service.
+  game id names the table, so creating it again is harmless). Seats of players the log
+  marks away or withdrawn get a bot standing in (``ControlSeat``), the rest of the bots
+  play by the bot service.
+- **Attendance.** The players of every match created are expected on the shared presence
+  board (:class:`~services.tournament.attendance.Attendance`): one who opens no stream on
+  it within the presence grace period is absent, and the takeover sweeper seats a bot for
+  them until they come (docs/tournaments.md "Absent players").
 - **Results.** The games' events arrive on a durable consumer shared by the replicas
   (``<prefix>tournaments``); the final event of a tournament's match (the index of matches
   in the store says which) makes the replica read the match's log and report the result
@@ -21,7 +26,8 @@ lacks:
   on start and every ``results_every`` sweeps, matches that ended while no consumer saw it
   (a replica killed between taking the event and recording the result, or an in-process
   bus that lost its queue in a restart) are reported. So a replica killed at any line
-  delays a tournament by at most ``results_every`` sweeps.
+  delays a tournament by at most ``results_every`` sweeps. Every sweep also renews the
+  expectations of the matches still running and drops the others.
 
 Two replicas doing the same thing at once append once: the store's optimistic check and
 the engine's refusal of a result already recorded make every report idempotent.
@@ -45,9 +51,10 @@ from engine.registry import GAMES, GAMES_BY_NAME
 from services.platform.bus import Bus, Published, cancel_and_wait, raise_if_cancelling
 from services.platform.clock import Clock, wall_clock_ms
 from services.tournament import options
+from services.tournament.attendance import Attendance
 from services.tournament.games import TRANSIENT, TournamentGames
 from services.tournament.results import UnreadableResult, match_report
-from services.tournament.store import TournamentNotFound
+from services.tournament.store import MatchPlace, TournamentNotFound
 from services.tournament.tournaments import Loaded, Tournaments
 
 _log = structlog.get_logger(component="tournament-conductor")
@@ -72,10 +79,13 @@ class Conductor:
     def __init__(
         self, tournaments: Tournaments, games: TournamentGames, *,
         clock: Clock = wall_clock_ms, sweep_seconds: float = 5.0,
-        results_every: int = 6,
+        results_every: int = 6, attendance: Attendance | None = None,
     ) -> None:
         self.tournaments = tournaments
         self.games = games
+        self.attendance = attendance
+        """Where the players of the matches created are expected (None: nowhere; no
+        presence board in this process)."""
         self.clock = clock
         self.sweep_seconds = sweep_seconds
         self.results_every = results_every
@@ -172,6 +182,12 @@ class Conductor:
                         if seat.stand_in and seat.player_id:
                             await self.games.stand_in(game_id, index, loaded.settings.bot_level
                                                       or options.DEFAULT_BOT_LEVEL)
+                    if self.attendance is not None:
+                        await self.attendance.expect(
+                            MatchPlace(game_id, loaded.tournament_id, loaded.state.round,
+                                       table.table),
+                            (seat.player_id for seat in table.seats if seat.player_id
+                             and not seat.stand_in and seat.player_id not in bots))
                     break
                 except grpc.aio.AioRpcError as error:
                     if error.code() in TRANSIENT and attempt + 1 < CREATE_ATTEMPTS:
@@ -362,7 +378,24 @@ class Conductor:
                     if error.code() not in TRANSIENT:
                         raise
                     break
+        await self.renew_expectations()
         return reported
+
+    async def renew_expectations(self) -> None:
+        """Publish again the expectations of the matches still running (their tournaments
+        read afresh, so a match seated since the sweep began is kept) and drop the others."""
+        if self.attendance is None:
+            return
+        ended: set[str] = set()
+        for place in self.attendance.places():
+            try:
+                state = (await self.tournaments.load(place.tournament_id)).state
+            except TournamentNotFound:
+                ended.add(place.game_id)
+                continue
+            if state.is_over or state.round != place.round or place.table in state.results:
+                ended.add(place.game_id)
+        await self.attendance.renew(ended)
 
 
 def _is_final(published: Published) -> bool:

@@ -32,6 +32,7 @@ from engine.tournament import (
     variants,
 )
 from services.platform.errors import Reason, ServiceError
+from services.platform.validation import clean_display_name
 
 DEFAULT_BOT_LEVEL: Final = "basic"
 MAX_NAME_CHARS: Final = 64
@@ -118,16 +119,18 @@ def bot_level_of(settings: tournament_pb2.TournamentSettings) -> str:
 
 
 def normalized(settings: tournament_pb2.TournamentSettings) -> tournament_pb2.TournamentSettings:
-    """``settings`` checked, with the game's seat count and the bot level filled in.
+    """``settings`` checked, with the game's seat count and the bot level filled in, and the
+    name cleaned as a display name is (invisible and control characters dropped, marks
+    stacked on a letter cut to a few, spaces collapsed: empty stays empty).
 
-    :raises ServiceError: INVALID_ARGUMENT for settings out of range.
+    :raises ServiceError: INVALID_ARGUMENT for settings out of range; reason
+        ``invalid_display_name`` (field ``settings.name``) for a name with nothing visible
+        left or more than :data:`MAX_NAME_CHARS` characters.
     """
     clean = tournament_pb2.TournamentSettings()
     clean.CopyFrom(settings)
-    clean.name = settings.name.strip()
-    if len(clean.name) > MAX_NAME_CHARS or not clean.name.isprintable():
-        raise _invalid("settings.name", f"a name has at most {MAX_NAME_CHARS} printable "
-                                        "characters")
+    clean.name = clean_display_name(settings.name, max_chars=MAX_NAME_CHARS,
+                                    field="settings.name")
     if settings.format not in _FORMATS:
         raise _invalid("settings.format", f"no format {settings.format}")
     clean.players_per_table = seats_of(settings)

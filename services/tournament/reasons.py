@@ -13,3 +13,9 @@ class TournamentServiceReason(StrEnum):
     """The tournament's log kept moving under the call (other replicas' steps): retry."""
     NOT_REGISTERED = "not_registered"
     """The caller is in no entrant of the tournament."""
+    TOO_MANY_OPEN_TOURNAMENTS = "too_many_open_tournaments"
+    """The caller hosts as many open (registering or running) tournaments as the server
+    allows one player."""
+    TOURNAMENT_CREATION_RESTRICTED = "tournament_creation_restricted"
+    """The server lets only signed-in players (not guests), or only operators, create
+    tournaments."""

@@ -4,6 +4,12 @@ Every method reads the caller (the auth interceptor checked the token), loads th
 tournament, and either answers from its state or takes one step (a command to the engine,
 appended once whatever the replicas do). The engine's refusals leave as
 FAILED_PRECONDITION (rules) or INVALID_ARGUMENT (malformed), with its stable codes.
+
+Creating is subject to the deployment's :class:`~services.tournament.policy.CreationPolicy`;
+a tournament's name follows the display-name rules
+(:func:`~services.platform.validation.clean_display_name`, up to
+:data:`~services.tournament.options.MAX_NAME_CHARS` characters); listings page with signed
+tokens (:mod:`services.tournament.paging`).
 """
 
 from __future__ import annotations
@@ -26,7 +32,10 @@ from services.platform.bus import Bus, raise_if_cancelling
 from services.platform.errors import Reason, ServiceError
 from services.platform.validation import check_id, clean_display_name
 from services.tournament import options
+from services.tournament.paging import PageTokens
+from services.tournament.policy import CreationPolicy
 from services.tournament.reasons import TournamentServiceReason
+from services.tournament.store import ListingQuery
 from services.tournament.tournaments import Loaded, Tournaments
 
 DEFAULT_LIST_LIMIT: Final = 50
@@ -91,11 +100,15 @@ def standings_of(state: engine.TournamentState) -> list[tournament_pb2.Standing]
 
 class TournamentService(tournament_pb2_grpc.TournamentServiceServicer):
     """The servicer; ``bus`` carries the tournaments' events (wake-ups of standings
-    streams from any replica)."""
+    streams from any replica); ``page_tokens`` signs listing pages (with a key every replica
+    shares); ``policy`` says who may create tournaments."""
 
-    def __init__(self, tournaments: Tournaments, bus: Bus | None = None) -> None:
+    def __init__(self, tournaments: Tournaments, bus: Bus | None = None, *,
+                 page_tokens: PageTokens, policy: CreationPolicy | None = None) -> None:
         self.tournaments = tournaments
         self.bus = bus
+        self.page_tokens = page_tokens
+        self.policy = policy or CreationPolicy()
 
     async def _load(self, tournament_id: str) -> Loaded:
         check_id(tournament_id, "tournament_id")
@@ -106,8 +119,38 @@ class TournamentService(tournament_pb2_grpc.TournamentServiceServicer):
         context: grpc.aio.ServicerContext,
     ) -> tournament_pb2.CreateTournamentResponse:
         caller = current_identity()
-        loaded = await self.tournaments.create(request.settings, caller.player_id)
+        open_limit = self.policy.check(caller)
+        if request.featured and not caller.is_privileged:
+            raise _denied("only operators feature tournaments")
+        loaded = await self.tournaments.create(
+            request.settings, caller.player_id, by_operator=caller.is_privileged,
+            featured=request.featured, open_limit=open_limit)
         return tournament_pb2.CreateTournamentResponse(tournament=loaded.summary)
+
+    async def FeatureTournament(
+        self, request: tournament_pb2.FeatureTournamentRequest,
+        context: grpc.aio.ServicerContext,
+    ) -> tournament_pb2.FeatureTournamentResponse:
+        caller = current_identity()
+        if not caller.is_privileged:
+            raise _denied("only operators feature tournaments")
+        loaded = await self._load(request.tournament_id)
+        after, _ = await self.tournaments.step(
+            loaded.tournament_id, lambda state: engine.Feature(
+                featured=request.featured, at_ms=self.tournaments.clock()))
+        return tournament_pb2.FeatureTournamentResponse(tournament=after.summary)
+
+    async def CancelTournament(
+        self, request: tournament_pb2.CancelTournamentRequest,
+        context: grpc.aio.ServicerContext,
+    ) -> tournament_pb2.CancelTournamentResponse:
+        caller = current_identity()
+        loaded = await self._load(request.tournament_id)
+        if not _is_host(loaded, caller):
+            raise _denied("only the host cancels the tournament")
+        after, _ = await self.tournaments.step(
+            loaded.tournament_id, lambda state: engine.Cancel(at_ms=self.tournaments.clock()))
+        return tournament_pb2.CancelTournamentResponse(tournament=after.summary)
 
     async def RegisterPlayer(
         self, request: tournament_pb2.RegisterPlayerRequest, context: grpc.aio.ServicerContext
@@ -286,6 +329,14 @@ class TournamentService(tournament_pb2_grpc.TournamentServiceServicer):
         self, request: tournament_pb2.ListTournamentsRequest,
         context: grpc.aio.ServicerContext,
     ) -> tournament_pb2.ListTournamentsResponse:
-        limit = min(request.limit or DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT)
-        listed = await asyncio.to_thread(self.tournaments.store.listed, request.status, limit)
-        return tournament_pb2.ListTournamentsResponse(tournaments=listed)
+        size = min(request.page_size or request.limit or DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT)
+        query = ListingQuery(status=request.status, game_type=request.game_type,
+                             by_operator=request.created_by_operator)
+        after = self.page_tokens.read(request.page_token, query)
+        # One more than the page: whether a next page exists, without a second query.
+        listed = await asyncio.to_thread(self.tournaments.store.listed, query, size + 1, after)
+        reply = tournament_pb2.ListTournamentsResponse(
+            tournaments=[item.summary for item in listed[:size]])
+        if len(listed) > size:
+            reply.next_page_token = self.page_tokens.make(query, listed[size - 1].position)
+        return reply

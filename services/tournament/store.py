@@ -11,32 +11,54 @@ reloads and finds the step done.
 
 Beside the log, the same transaction keeps what the service looks things up by: the head
 row (status, round, the round's deadline, a summary for listings, how far the log reached
-the bus) and the index of the tournament's matches by game id, so that a game's final event
-on the bus finds its tournament in one query. All of it follows from the log.
+the bus), the listing row (host, game, status, whether it is featured and open) and the
+index of the tournament's matches by game id, so that a game's final event on the bus finds
+its tournament in one query. All of it follows from the log (and, for the host and whether
+an operator created it, from the creation).
+
+Listings page by key (:class:`Position`: featured and open first, then newest first, then by
+id), so a tournament created while someone pages sorts before the pages already read and
+never shifts the next ones. A player's open tournaments are counted in the transaction that
+creates another (on PostgreSQL under a lock of the host's, so two replicas creating at once
+for one host take turns), so the limit holds against concurrent calls.
+
+Listing rows came after the first tournaments: opening the store writes the missing ones
+from the heads' summaries (:meth:`TournamentStore.open`).
 
 Errors::
 
     TournamentStoreError
      ├── TournamentNotFound    no such tournament
      ├── TournamentExists      create for an id already taken
+     ├── OpenLimitReached      the host has as many open tournaments as allowed
      └── ConcurrencyConflict   the log moved on since the step was decided (reload, retry)
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
+    ColumnElement,
     Connection,
     Index,
     Integer,
     LargeBinary,
     String,
+    and_,
+    exists,
+    false,
+    func,
     insert,
+    or_,
     select,
+    true,
     update,
 )
 from sqlalchemy.exc import IntegrityError
@@ -45,8 +67,13 @@ from sqlmodel import Field, SQLModel
 
 from dast.v1 import tournament_pb2
 from services.platform.sql_engine import SqlTables, open_tables
+from services.platform.validation import MAX_ID_CHARS, quoted_input
 
 ID_LENGTH = 64
+OPEN_STATUSES: Final = (tournament_pb2.TOURNAMENT_STATUS_REGISTERING,
+                        tournament_pb2.TOURNAMENT_STATUS_RUNNING)
+"""The statuses of a tournament that still counts against its host's limit (and that a
+featured tournament is listed first in)."""
 
 
 class TournamentModel(SQLModel, registry=registry()):
@@ -82,6 +109,26 @@ class EventRow(TournamentModel, table=True):
     at_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
 
 
+class ListingRow(TournamentModel, table=True):
+    """What listings filter and sort a tournament by."""
+
+    __tablename__ = "tournament_listings"
+    __table_args__ = (
+        Index("ix_tournament_listings_order", "promoted", "created_at_ms", "tournament_id"),
+        Index("ix_tournament_listings_status", "status", "promoted", "created_at_ms"),
+        Index("ix_tournament_listings_host", "host_id", "status"),
+    )
+
+    tournament_id: str = Field(sa_column=Column(String(ID_LENGTH), primary_key=True))
+    host_id: str = Field(sa_column=Column(String(MAX_ID_CHARS), nullable=False))
+    by_operator: bool = Field(sa_column=Column(Boolean, nullable=False))
+    game_type: int = Field(sa_column=Column(Integer, nullable=False))
+    status: int = Field(sa_column=Column(Integer, nullable=False))
+    promoted: bool = Field(sa_column=Column(Boolean, nullable=False))
+    """Featured and open: listed first."""
+    created_at_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
 class MatchRow(TournamentModel, table=True):
     """A match a tournament's log assigned: which tournament, round and table it plays."""
 
@@ -97,6 +144,7 @@ class MatchRow(TournamentModel, table=True):
 HEADS = HeadRow.__table__  # type: ignore[attr-defined]
 EVENTS = EventRow.__table__  # type: ignore[attr-defined]
 MATCHES = MatchRow.__table__  # type: ignore[attr-defined]
+LISTINGS = ListingRow.__table__  # type: ignore[attr-defined]
 
 
 class TournamentStoreError(Exception):
@@ -113,6 +161,46 @@ class TournamentExists(TournamentStoreError):
 
 class ConcurrencyConflict(TournamentStoreError):
     """The tournament's log moved past the seq a step was decided on."""
+
+
+class OpenLimitReached(TournamentStoreError):
+    """The host has ``open`` open tournaments, as many as a create allowed."""
+
+    def __init__(self, host_id: str, open_count: int) -> None:
+        super().__init__(f"{host_id} hosts {open_count} open tournaments")
+        self.open_count = open_count
+
+
+def _not_found(tournament_id: str) -> TournamentNotFound:
+    """The error for an id no tournament has (quoting what a message may of a caller's id)."""
+    return TournamentNotFound(f"no tournament has the id {quoted_input(tournament_id)}")
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a tournament sorts in listings: featured and open first, then newest first,
+    then by id (the key pages continue after)."""
+
+    promoted: bool
+    created_at_ms: int
+    tournament_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """A tournament of a listing page: its summary and its position."""
+
+    summary: tournament_pb2.TournamentSummary
+    position: Position
+
+
+@dataclass(frozen=True, slots=True)
+class ListingQuery:
+    """Which tournaments a listing shows (0 / False: no filter)."""
+
+    status: int = 0
+    game_type: int = 0
+    by_operator: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +250,25 @@ def _summary(body: bytes) -> tournament_pb2.TournamentSummary:
     return summary
 
 
+def is_promoted(summary: tournament_pb2.TournamentSummary) -> bool:
+    """Whether listings show the tournament first: featured, and still open."""
+    return summary.featured and summary.status in OPEN_STATUSES
+
+
+def _listing_of(summary: tournament_pb2.TournamentSummary, created_at_ms: int
+                ) -> dict[str, object]:
+    return {"tournament_id": summary.tournament_id, "host_id": summary.host_id,
+            "by_operator": summary.created_by_operator,
+            "game_type": summary.settings.game_type, "status": summary.status,
+            "promoted": is_promoted(summary), "created_at_ms": created_at_ms}
+
+
+def _host_lock_key(host_id: str) -> int:
+    """A PostgreSQL advisory lock key of the host's creations (64 bits of a digest)."""
+    digest = hashlib.sha256(f"dast.tournament.host:{host_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
 class TournamentStore(SqlTables):
     """Every tournament's log (synchronous, thread-safe; async code uses
     ``asyncio.to_thread``)."""
@@ -172,18 +279,47 @@ class TournamentStore(SqlTables):
 
         :raises ValueError: if ``url`` is neither SQLite nor PostgreSQL.
         """
-        return cls(open_tables(url, TournamentModel.metadata, owner="tournament",
-                               pool_size=8))
+        opened = cls(open_tables(url, TournamentModel.metadata, owner="tournament",
+                                 pool_size=8))
+        opened.write_missing_listings()
+        return opened
 
-    def create(self, tournament_id: str, step: Step, *, created_at_ms: int) -> None:
-        """Store a new tournament whose log starts with ``step``'s events (seq 1 on).
+    def write_missing_listings(self) -> int:
+        """Write the listing row of every tournament stored without one (stored before
+        listings existed), from its head; how many were written."""
+        with self._transaction() as db:
+            rows = db.execute(
+                select(HEADS.c.created_at_ms, HEADS.c.summary).where(~exists(
+                    select(LISTINGS.c.tournament_id)
+                    .where(LISTINGS.c.tournament_id == HEADS.c.tournament_id)))
+            ).all()
+            if not rows:
+                return 0
+            try:
+                db.execute(insert(LISTINGS), [_listing_of(_summary(row.summary),
+                                                          row.created_at_ms)
+                                              for row in rows])
+            except IntegrityError:
+                return 0  # another replica opening at the same moment wrote them
+        return len(rows)
+
+    def create(self, tournament_id: str, step: Step, *, created_at_ms: int,
+               open_limit: int | None = None) -> None:
+        """Store a new tournament whose log starts with ``step``'s events (seq 1 on), hosted
+        by ``step.summary.host_id``; with ``open_limit``, only while the host has fewer open
+        tournaments than that.
 
         :raises TournamentExists: if the id is taken.
+        :raises OpenLimitReached: if the host has ``open_limit`` open tournaments already.
         :raises ValueError: if the events do not start at seq 1 and follow each other.
         """
         _check_seqs(step.events, 0)
+        host_id = step.summary.host_id
         try:
             with self._transaction() as db:
+                if open_limit is not None:
+                    self._check_open_limit(db, host_id, open_limit)
+                db.execute(insert(LISTINGS).values(**_listing_of(step.summary, created_at_ms)))
                 db.execute(insert(HEADS).values(
                     tournament_id=tournament_id, last_seq=step.events[-1].seq,
                     last_hash=step.events[-1].hash, status=step.summary.status,
@@ -193,6 +329,27 @@ class TournamentStore(SqlTables):
                 self._write(db, tournament_id, step)
         except IntegrityError as error:
             raise TournamentExists(f"tournament {tournament_id} exists") from error
+
+    def _check_open_limit(self, db: Connection, host_id: str, limit: int) -> None:
+        if db.dialect.name == "postgresql":
+            # Two replicas creating for one host at once: the second waits for the first's
+            # commit, then counts it (SQLite's writers take turns anyway).
+            db.execute(select(func.pg_advisory_xact_lock(_host_lock_key(host_id))))
+        count = db.execute(
+            select(func.count()).select_from(LISTINGS)
+            .where(LISTINGS.c.host_id == host_id, LISTINGS.c.status.in_(OPEN_STATUSES))
+        ).scalar_one()
+        if count >= limit:
+            raise OpenLimitReached(host_id, count)
+
+    def open_count(self, host_id: str) -> int:
+        """How many open tournaments ``host_id`` hosts."""
+        with self._reading() as db:
+            count: int = db.execute(
+                select(func.count()).select_from(LISTINGS)
+                .where(LISTINGS.c.host_id == host_id, LISTINGS.c.status.in_(OPEN_STATUSES))
+            ).scalar_one()
+        return count
 
     def append(self, tournament_id: str, expected_seq: int, step: Step) -> None:
         """Append ``step`` to a log whose last seq is ``expected_seq``, atomically.
@@ -217,10 +374,13 @@ class TournamentStore(SqlTables):
                     head = db.execute(select(HEADS.c.last_seq).where(
                         HEADS.c.tournament_id == tournament_id)).first()
                     if head is None:
-                        raise TournamentNotFound(f"no tournament {tournament_id}")
+                        raise _not_found(tournament_id)
                     raise ConcurrencyConflict(
                         f"tournament {tournament_id} is at seq {head.last_seq}, "
                         f"not {expected_seq}")
+                db.execute(update(LISTINGS).where(LISTINGS.c.tournament_id == tournament_id)
+                           .values(status=step.summary.status,
+                                   promoted=is_promoted(step.summary)))
                 self._write(db, tournament_id, step)
         except IntegrityError as error:
             # The primary key (tournament_id, seq): a writer that skipped the head's check.
@@ -252,10 +412,10 @@ class TournamentStore(SqlTables):
                 .order_by(EVENTS.c.seq)
             ).all()
             if not rows and after_seq == 0:
-                exists = db.execute(select(HEADS.c.tournament_id).where(
+                head = db.execute(select(HEADS.c.tournament_id).where(
                     HEADS.c.tournament_id == tournament_id)).first()
-                if exists is None:
-                    raise TournamentNotFound(f"no tournament {tournament_id}")
+                if head is None:
+                    raise _not_found(tournament_id)
         return [StoredEvent(row.seq, row.body, row.hash, row.at_ms) for row in rows]
 
     def head(self, tournament_id: str) -> Head:
@@ -270,7 +430,7 @@ class TournamentStore(SqlTables):
                 .where(HEADS.c.tournament_id == tournament_id)
             ).first()
         if row is None:
-            raise TournamentNotFound(f"no tournament {tournament_id}")
+            raise _not_found(tournament_id)
         return Head(row.tournament_id, row.last_seq, row.status, row.round_deadline_ms,
                     row.published_seq)
 
@@ -283,17 +443,37 @@ class TournamentStore(SqlTables):
             row = db.execute(select(HEADS.c.summary).where(
                 HEADS.c.tournament_id == tournament_id)).first()
         if row is None:
-            raise TournamentNotFound(f"no tournament {tournament_id}")
+            raise _not_found(tournament_id)
         return _summary(row.summary)
 
-    def listed(self, status: int, limit: int) -> list[tournament_pb2.TournamentSummary]:
-        """Tournaments (in ``status``, unless it is 0), newest first."""
-        query = select(HEADS.c.summary)
-        if status:
-            query = query.where(HEADS.c.status == status)
-        query = query.order_by(HEADS.c.created_at_ms.desc(), HEADS.c.tournament_id).limit(limit)
+    def listed(self, query: ListingQuery, limit: int, after: Position | None = None
+               ) -> list[Listed]:
+        """At most ``limit`` tournaments ``query`` selects, in listing order (featured and
+        open first, then newest first, then by id), from the one after ``after`` on."""
+        statement = (
+            select(HEADS.c.summary, LISTINGS.c.promoted, LISTINGS.c.created_at_ms,
+                   LISTINGS.c.tournament_id)
+            .join(HEADS, HEADS.c.tournament_id == LISTINGS.c.tournament_id)
+        )
+        if query.status:
+            statement = statement.where(LISTINGS.c.status == query.status)
+        if query.game_type:
+            statement = statement.where(LISTINGS.c.game_type == query.game_type)
+        if query.by_operator:
+            statement = statement.where(LISTINGS.c.by_operator == true())
+        if after is not None:
+            statement = statement.where(_after(after))
+        statement = statement.order_by(
+            LISTINGS.c.promoted.desc(), LISTINGS.c.created_at_ms.desc(),
+            LISTINGS.c.tournament_id).limit(limit)
         with self._reading() as db:
-            return [_summary(row.summary) for row in db.execute(query).all()]
+            rows = db.execute(statement).all()
+        listed = []
+        for row in rows:
+            summary = _summary(row.summary)
+            listed.append(Listed(summary, Position(bool(row.promoted), row.created_at_ms,
+                                                   row.tournament_id)))
+        return listed
 
     def heads_in(self, status: int) -> list[Head]:
         """The head rows of every tournament in ``status``."""
@@ -335,6 +515,19 @@ class TournamentStore(SqlTables):
                 .where(HEADS.c.tournament_id == tournament_id, HEADS.c.published_seq < seq)
                 .values(published_seq=seq)
             )
+
+
+def _after(position: Position) -> ColumnElement[bool]:
+    """The listing rows that sort after ``position`` (promoted ones first, then newest
+    first, then by id)."""
+    promoted, created, tournament_id = (
+        LISTINGS.c.promoted, LISTINGS.c.created_at_ms, LISTINGS.c.tournament_id)
+    same = promoted == (true() if position.promoted else false())
+    later = and_(same, or_(created < position.created_at_ms, and_(
+        created == position.created_at_ms, tournament_id > position.tournament_id)))
+    if position.promoted:
+        return or_(promoted == false(), later)
+    return later
 
 
 def _check_seqs(events: Sequence[StoredEvent], last_seq: int) -> None:

@@ -28,10 +28,12 @@ from engine import tournament as engine
 from services.platform.clock import Clock, wall_clock_ms
 from services.platform.errors import ServiceError, map_exception
 from services.tournament import chain, options
+from services.tournament.policy import too_many_open
 from services.tournament.reasons import TournamentServiceReason
 from services.tournament.store import (
     ConcurrencyConflict,
     MatchPlace,
+    OpenLimitReached,
     Step,
     StoredEvent,
     TournamentNotFound,
@@ -82,7 +84,9 @@ def summary_of(state: engine.TournamentState, before: tournament_pb2.TournamentS
     """The summary after ``state``: ``before``'s fixed parts, the state's moving ones."""
     summary = tournament_pb2.TournamentSummary()
     summary.CopyFrom(before)
-    summary.status = STATUSES[state.phase]
+    summary.status = (tournament_pb2.TOURNAMENT_STATUS_CANCELLED if state.cancelled
+                      else STATUSES[state.phase])
+    summary.featured = state.featured
     summary.entrants = len(state.entrants) - len(state.withdrawn)
     summary.round = state.round
     summary.seq = state.seq
@@ -138,11 +142,15 @@ class Tournaments:
 
     async def create(
         self, settings: tournament_pb2.TournamentSettings, host_id: str, *,
+        by_operator: bool = False, featured: bool = False, open_limit: int | None = None,
         tournament_id: str | None = None, seed: bytes | None = None,
     ) -> Loaded:
-        """Create a tournament from (raw) ``settings``, hosted by ``host_id``.
+        """Create a tournament from (raw) ``settings``, hosted by ``host_id`` (an operator
+        when ``by_operator``; ``featured`` from the start); with ``open_limit``, only while
+        the host has fewer open tournaments.
 
-        :raises ServiceError: INVALID_ARGUMENT for settings out of range.
+        :raises ServiceError: INVALID_ARGUMENT for settings out of range; RESOURCE_EXHAUSTED
+            when the host has ``open_limit`` open tournaments.
         :raises engine errors: ``InvalidCommand`` for options the engine refuses.
         """
         clean = options.normalized(settings)
@@ -151,6 +159,9 @@ class Tournaments:
         events = engine.create(tournament_id, options.tournament_options(clean),
                                seed if seed is not None else secrets.token_bytes(32),
                                at_ms=at_ms)
+        if featured:
+            events += engine.decide(engine.replay(events),
+                                    engine.Feature(featured=True, at_ms=at_ms))
         state = engine.replay(events)
         stored = []
         previous = chain.GENESIS
@@ -160,9 +171,13 @@ class Tournaments:
             stored.append(StoredEvent(event.seq, body, previous, event.at_ms))
         summary = summary_of(state, tournament_pb2.TournamentSummary(
             tournament_id=tournament_id, settings=clean, host_id=host_id,
-            created_at_ms=at_ms))
-        await asyncio.to_thread(self.store.create, tournament_id,
-                                Step(stored, summary), created_at_ms=at_ms)
+            created_at_ms=at_ms, created_by_operator=by_operator))
+        try:
+            await asyncio.to_thread(self.store.create, tournament_id, Step(stored, summary),
+                                    created_at_ms=at_ms, open_limit=open_limit)
+        except OpenLimitReached as reached:
+            assert open_limit is not None
+            raise too_many_open(reached.open_count, open_limit) from None
         loaded = Loaded(state, previous, summary)
         self._remember(loaded)
         _log.info("tournament_created", tournament_id=tournament_id, host=host_id)

@@ -73,6 +73,7 @@ from services.platform.auth import Role, mint_token
 from services.platform.errors import DOMAIN, error_info_of, reason_of
 from services.platform.limits import CallerLimits
 from services.platform.store import ConcurrencyConflict
+from services.tournament.policy import DEFAULT_OPEN_PER_PLAYER, CreationPolicy, Creators
 from services.tournament.store import ConcurrencyConflict as TournamentConflict
 from services.tournament.tournaments import MAX_ATTEMPTS, Tournaments
 from tests.e2e.helpers import SECRET, stack
@@ -897,11 +898,12 @@ for _code, _case in HAND_CASES.items():
 
 async def _tournament(api: Api, **settings: Any) -> str:
     """A new two-seat Hokm tournament hosted by ``t-host`` (``settings``: more
-    TournamentSettings fields)."""
+    TournamentSettings fields), created with an admin token: operators host any number of
+    open tournaments, and every trigger here opens one."""
     fields: dict[str, Any] = {"game_type": common_pb2.GAME_TYPE_HOKM, "players_per_table": 2}
     reply = await api.tournament.CreateTournament(tournament_pb2.CreateTournamentRequest(
         settings=tournament_pb2.TournamentSettings(**{**fields, **settings})),
-        metadata=api.auth("t-host"))
+        metadata=api.auth("t-host", Role.ADMIN))
     return str(reply.tournament.tournament_id)
 
 
@@ -937,6 +939,25 @@ async def _not_registered(api: Api) -> object:
     await _enter(api, tournament_id, "t-p1")
     return await api.tournament.UnregisterPlayer(tournament_pb2.UnregisterPlayerRequest(
         tournament_id=tournament_id), metadata=api.auth("t-stranger"))
+
+
+@trigger("too_many_open_tournaments")
+async def _too_many_open_tournaments(api: Api) -> object:
+    request = tournament_pb2.CreateTournamentRequest(settings=tournament_pb2.TournamentSettings(
+        game_type=common_pb2.GAME_TYPE_HOKM))
+    for _ in range(DEFAULT_OPEN_PER_PLAYER):
+        await api.tournament.CreateTournament(request, metadata=api.auth("t-flooder"))
+    return await api.tournament.CreateTournament(request, metadata=api.auth("t-flooder"))
+
+
+@trigger("tournament_creation_restricted")
+async def _tournament_creation_restricted(api: Api) -> object:
+    # The deployment's setting: only operators create tournaments.
+    api.monkeypatch.setattr(api.run.stack.tournament.service, "policy",
+                            CreationPolicy(Creators.OPERATORS))
+    return await api.tournament.CreateTournament(tournament_pb2.CreateTournamentRequest(
+        settings=tournament_pb2.TournamentSettings(game_type=common_pb2.GAME_TYPE_HOKM)),
+        metadata=api.auth("t-guest"))
 
 
 @trigger("concurrent_step")

@@ -334,6 +334,16 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     """ABORTED: the tournament's log kept moving under the call. The app: retry the call."""
     ERROR_REASON_NOT_REGISTERED: _ErrorReason.ValueType  # 752
     """NOT_FOUND: the caller is in no entrant of the tournament. The app: show "not entered"."""
+    ERROR_REASON_TOO_MANY_OPEN_TOURNAMENTS: _ErrorReason.ValueType  # 753
+    """RESOURCE_EXHAUSTED: the caller hosts as many open (registering or running) tournaments
+    as the server allows one player (ErrorInfo.metadata "open" and "limit"). The app: say
+    so; offer to cancel one that has not started, or wait until one ends.
+    """
+    ERROR_REASON_TOURNAMENT_CREATION_RESTRICTED: _ErrorReason.ValueType  # 754
+    """PERMISSION_DENIED: the server lets only players signed in with an account (not guests),
+    or only operators, create tournaments (ErrorInfo.metadata "creators"). The app: hide
+    tournament creation for such callers.
+    """
     ERROR_REASON_PLAYER_NOT_FOUND: _ErrorReason.ValueType  # 800
     """---- Statistics (services/stats/service.py StatsReason) ----
     NOT_FOUND: no figures for this player (no finished match counted yet). The app: show
@@ -657,6 +667,16 @@ ERROR_REASON_CONCURRENT_STEP: ErrorReason.ValueType  # 751
 """ABORTED: the tournament's log kept moving under the call. The app: retry the call."""
 ERROR_REASON_NOT_REGISTERED: ErrorReason.ValueType  # 752
 """NOT_FOUND: the caller is in no entrant of the tournament. The app: show "not entered"."""
+ERROR_REASON_TOO_MANY_OPEN_TOURNAMENTS: ErrorReason.ValueType  # 753
+"""RESOURCE_EXHAUSTED: the caller hosts as many open (registering or running) tournaments
+as the server allows one player (ErrorInfo.metadata "open" and "limit"). The app: say
+so; offer to cancel one that has not started, or wait until one ends.
+"""
+ERROR_REASON_TOURNAMENT_CREATION_RESTRICTED: ErrorReason.ValueType  # 754
+"""PERMISSION_DENIED: the server lets only players signed in with an account (not guests),
+or only operators, create tournaments (ErrorInfo.metadata "creators"). The app: hide
+tournament creation for such callers.
+"""
 ERROR_REASON_PLAYER_NOT_FOUND: ErrorReason.ValueType  # 800
 """---- Statistics (services/stats/service.py StatsReason) ----
 NOT_FOUND: no figures for this player (no finished match counted yet). The app: show

@@ -7,18 +7,31 @@ standings, find your table.
 A tournament is an append-only event log decided by a pure engine (engine/tournament):
 registration, pairings, table assignment, results, advancement and standings are all
 events of it, so it replays and audits like a game. The service creates each round's
-tables as matches through GameService.CreateGame (bots in empty seats and in the seats of
-players who did not come), learns each match's result only from the games' events, and
-after the round's time limit decides the matches still running by the engine's rule.
+tables as matches through GameService.CreateGame (bots in empty seats), learns each
+match's result only from the games' events, and after the round's time limit decides the
+matches still running by the engine's rule.
 
-Identity: every call carries `authorization: Bearer <JWT>` metadata. Any player may
-create a tournament (they are its host) and register themselves; the host (or an admin)
-starts it. Registration closes at the start.
+Absent players: a player who has no Subscribe stream open on their table's match within
+the presence grace period (DAST_PRESENCE_GRACE_SECONDS, 15 s by default) after the match is
+created is absent, as a player whose stream went away that long: a bot takes the seat (a
+seat-control event of the match, reason DISCONNECTED) and plays it until the player
+subscribes, which gives the seat back (reason RECONNECTED). An app keeps its seat by
+subscribing to the game GetCurrentTable names as soon as it appears (docs/clients.md
+"Tournaments").
+
+Identity: every call carries `authorization: Bearer <JWT>` metadata. Who may create a
+tournament (and so be its host) is the operator's setting (docs/tournaments.md "Who may
+create tournaments"): any player, guests included (the default), players signed in with an
+account only, or operators only (admin and service tokens); a player has at most a few open
+tournaments (registering or running) at a time. Players register themselves; the host (or
+an operator) starts it, or cancels it before the start. Registration closes at the start.
 
 Errors (google.rpc.ErrorInfo reasons in domain "dast"): NOT_FOUND for no such tournament,
 FAILED_PRECONDITION for a step the tournament's state refuses (registering after the
-start, starting twice, a full field), PERMISSION_DENIED for a non-host starting,
-INVALID_ARGUMENT for settings outside the allowed values, ABORTED when another replica's
+start, starting twice, a full field), PERMISSION_DENIED for a non-host starting or a
+caller the creation setting leaves out, RESOURCE_EXHAUSTED for a player past their open
+tournaments, INVALID_ARGUMENT for settings outside the allowed values (and a page token
+that is not one this service made for the same filters), ABORTED when another replica's
 step won the race (retry).
 """
 
@@ -70,6 +83,8 @@ class _TournamentStatusEnumTypeWrapper(google.protobuf.internal.enum_type_wrappe
     TOURNAMENT_STATUS_REGISTERING: _TournamentStatus.ValueType  # 1
     TOURNAMENT_STATUS_RUNNING: _TournamentStatus.ValueType  # 2
     TOURNAMENT_STATUS_FINISHED: _TournamentStatus.ValueType  # 3
+    TOURNAMENT_STATUS_CANCELLED: _TournamentStatus.ValueType  # 4
+    """Called off before its start (CancelTournament); over, like FINISHED."""
 
 class TournamentStatus(_TournamentStatus, metaclass=_TournamentStatusEnumTypeWrapper): ...
 
@@ -77,6 +92,8 @@ TOURNAMENT_STATUS_UNSPECIFIED: TournamentStatus.ValueType  # 0
 TOURNAMENT_STATUS_REGISTERING: TournamentStatus.ValueType  # 1
 TOURNAMENT_STATUS_RUNNING: TournamentStatus.ValueType  # 2
 TOURNAMENT_STATUS_FINISHED: TournamentStatus.ValueType  # 3
+TOURNAMENT_STATUS_CANCELLED: TournamentStatus.ValueType  # 4
+"""Called off before its start (CancelTournament); over, like FINISHED."""
 Global___TournamentStatus: typing_extensions.TypeAlias = TournamentStatus
 
 @typing.final
@@ -241,6 +258,8 @@ class TournamentSummary(google.protobuf.message.Message):
     ROUND_FIELD_NUMBER: builtins.int
     SEQ_FIELD_NUMBER: builtins.int
     CREATED_AT_MS_FIELD_NUMBER: builtins.int
+    FEATURED_FIELD_NUMBER: builtins.int
+    CREATED_BY_OPERATOR_FIELD_NUMBER: builtins.int
     tournament_id: builtins.str
     status: Global___TournamentStatus.ValueType
     host_id: builtins.str
@@ -250,6 +269,10 @@ class TournamentSummary(google.protobuf.message.Message):
     seq: builtins.int
     """The log's last seq."""
     created_at_ms: builtins.int
+    featured: builtins.bool
+    """An operator featured it: listed first while it is registering or running."""
+    created_by_operator: builtins.bool
+    """Its host is an operator (it was created with an admin or service token)."""
     @property
     def settings(self) -> Global___TournamentSettings: ...
     def __init__(
@@ -263,9 +286,11 @@ class TournamentSummary(google.protobuf.message.Message):
         round: builtins.int = ...,
         seq: builtins.int = ...,
         created_at_ms: builtins.int = ...,
+        featured: builtins.bool = ...,
+        created_by_operator: builtins.bool = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["settings", b"settings"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["created_at_ms", b"created_at_ms", "entrants", b"entrants", "host_id", b"host_id", "round", b"round", "seq", b"seq", "settings", b"settings", "status", b"status", "tournament_id", b"tournament_id"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["created_at_ms", b"created_at_ms", "created_by_operator", b"created_by_operator", "entrants", b"entrants", "featured", b"featured", "host_id", b"host_id", "round", b"round", "seq", b"seq", "settings", b"settings", "status", b"status", "tournament_id", b"tournament_id"]) -> None: ...
 
 Global___TournamentSummary: typing_extensions.TypeAlias = TournamentSummary
 
@@ -274,15 +299,19 @@ class CreateTournamentRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     SETTINGS_FIELD_NUMBER: builtins.int
+    FEATURED_FIELD_NUMBER: builtins.int
+    featured: builtins.bool
+    """Operators only: feature it from the start (FeatureTournament changes it later)."""
     @property
     def settings(self) -> Global___TournamentSettings: ...
     def __init__(
         self,
         *,
         settings: Global___TournamentSettings | None = ...,
+        featured: builtins.bool = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["settings", b"settings"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["settings", b"settings"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["featured", b"featured", "settings", b"settings"]) -> None: ...
 
 Global___CreateTournamentRequest: typing_extensions.TypeAlias = CreateTournamentRequest
 
@@ -559,17 +588,35 @@ class ListTournamentsRequest(google.protobuf.message.Message):
 
     STATUS_FIELD_NUMBER: builtins.int
     LIMIT_FIELD_NUMBER: builtins.int
+    GAME_TYPE_FIELD_NUMBER: builtins.int
+    CREATED_BY_OPERATOR_FIELD_NUMBER: builtins.int
+    PAGE_SIZE_FIELD_NUMBER: builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: builtins.int
     status: Global___TournamentStatus.ValueType
     """Only tournaments in this status (unspecified: all)."""
     limit: builtins.int
-    """At most this many (0: 50; at most 200)."""
+    """The page size's earlier name, read when page_size is 0."""
+    game_type: dast.v1.common_pb2.GameType.ValueType
+    """Only tournaments of this game (unspecified: every game)."""
+    created_by_operator: builtins.bool
+    """Only tournaments an operator created."""
+    page_size: builtins.int
+    """Tournaments per page (0: 50; more than 200: 200)."""
+    page_token: builtins.str
+    """The previous page's next_page_token (empty: the first page). A token is valid only with
+    the filters it was made for; any other token is refused with INVALID_ARGUMENT.
+    """
     def __init__(
         self,
         *,
         status: Global___TournamentStatus.ValueType = ...,
         limit: builtins.int = ...,
+        game_type: dast.v1.common_pb2.GameType.ValueType = ...,
+        created_by_operator: builtins.bool = ...,
+        page_size: builtins.int = ...,
+        page_token: builtins.str = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["limit", b"limit", "status", b"status"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["created_by_operator", b"created_by_operator", "game_type", b"game_type", "limit", b"limit", "page_size", b"page_size", "page_token", b"page_token", "status", b"status"]) -> None: ...
 
 Global___ListTournamentsRequest: typing_extensions.TypeAlias = ListTournamentsRequest
 
@@ -578,13 +625,87 @@ class ListTournamentsResponse(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     TOURNAMENTS_FIELD_NUMBER: builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: builtins.int
+    next_page_token: builtins.str
+    """Where the next page starts (empty on the last page). Tournaments created after the first
+    page was read never shift the pages after it: they sort before it.
+    """
     @property
     def tournaments(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[Global___TournamentSummary]: ...
     def __init__(
         self,
         *,
         tournaments: collections.abc.Iterable[Global___TournamentSummary] | None = ...,
+        next_page_token: builtins.str = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["tournaments", b"tournaments"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["next_page_token", b"next_page_token", "tournaments", b"tournaments"]) -> None: ...
 
 Global___ListTournamentsResponse: typing_extensions.TypeAlias = ListTournamentsResponse
+
+@typing.final
+class FeatureTournamentRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TOURNAMENT_ID_FIELD_NUMBER: builtins.int
+    FEATURED_FIELD_NUMBER: builtins.int
+    tournament_id: builtins.str
+    featured: builtins.bool
+    """Feature it (true) or stop featuring it (false)."""
+    def __init__(
+        self,
+        *,
+        tournament_id: builtins.str = ...,
+        featured: builtins.bool = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["featured", b"featured", "tournament_id", b"tournament_id"]) -> None: ...
+
+Global___FeatureTournamentRequest: typing_extensions.TypeAlias = FeatureTournamentRequest
+
+@typing.final
+class FeatureTournamentResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TOURNAMENT_FIELD_NUMBER: builtins.int
+    @property
+    def tournament(self) -> Global___TournamentSummary: ...
+    def __init__(
+        self,
+        *,
+        tournament: Global___TournamentSummary | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["tournament", b"tournament"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["tournament", b"tournament"]) -> None: ...
+
+Global___FeatureTournamentResponse: typing_extensions.TypeAlias = FeatureTournamentResponse
+
+@typing.final
+class CancelTournamentRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TOURNAMENT_ID_FIELD_NUMBER: builtins.int
+    tournament_id: builtins.str
+    def __init__(
+        self,
+        *,
+        tournament_id: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["tournament_id", b"tournament_id"]) -> None: ...
+
+Global___CancelTournamentRequest: typing_extensions.TypeAlias = CancelTournamentRequest
+
+@typing.final
+class CancelTournamentResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TOURNAMENT_FIELD_NUMBER: builtins.int
+    @property
+    def tournament(self) -> Global___TournamentSummary: ...
+    def __init__(
+        self,
+        *,
+        tournament: Global___TournamentSummary | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["tournament", b"tournament"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["tournament", b"tournament"]) -> None: ...
+
+Global___CancelTournamentResponse: typing_extensions.TypeAlias = CancelTournamentResponse

@@ -74,6 +74,16 @@ class TournamentServiceStub:
                 request_serializer=dast_dot_v1_dot_tournament__pb2.ListTournamentsRequest.SerializeToString,
                 response_deserializer=dast_dot_v1_dot_tournament__pb2.ListTournamentsResponse.FromString,
                 _registered_method=True)
+        self.FeatureTournament = channel.unary_unary(
+                '/dast.v1.TournamentService/FeatureTournament',
+                request_serializer=dast_dot_v1_dot_tournament__pb2.FeatureTournamentRequest.SerializeToString,
+                response_deserializer=dast_dot_v1_dot_tournament__pb2.FeatureTournamentResponse.FromString,
+                _registered_method=True)
+        self.CancelTournament = channel.unary_unary(
+                '/dast.v1.TournamentService/CancelTournament',
+                request_serializer=dast_dot_v1_dot_tournament__pb2.CancelTournamentRequest.SerializeToString,
+                response_deserializer=dast_dot_v1_dot_tournament__pb2.CancelTournamentResponse.FromString,
+                _registered_method=True)
 
 
 class TournamentServiceServicer:
@@ -132,7 +142,24 @@ class TournamentServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListTournaments(self, request, context):
-        """Tournaments, newest first.
+        """Tournaments a page at a time: featured ones still open first, then newest first
+        (filtered by status, game and whether an operator created them).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FeatureTournament(self, request, context):
+        """Feature a tournament (listed first while it is open) or stop featuring it (operators
+        only: admin and service tokens).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelTournament(self, request, context):
+        """Call off a tournament before its start (host or operator): it ends with no standings,
+        its status CANCELLED, and no longer counts among its host's open tournaments.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -180,6 +207,16 @@ def add_TournamentServiceServicer_to_server(servicer, server):
                     servicer.ListTournaments,
                     request_deserializer=dast_dot_v1_dot_tournament__pb2.ListTournamentsRequest.FromString,
                     response_serializer=dast_dot_v1_dot_tournament__pb2.ListTournamentsResponse.SerializeToString,
+            ),
+            'FeatureTournament': grpc.unary_unary_rpc_method_handler(
+                    servicer.FeatureTournament,
+                    request_deserializer=dast_dot_v1_dot_tournament__pb2.FeatureTournamentRequest.FromString,
+                    response_serializer=dast_dot_v1_dot_tournament__pb2.FeatureTournamentResponse.SerializeToString,
+            ),
+            'CancelTournament': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelTournament,
+                    request_deserializer=dast_dot_v1_dot_tournament__pb2.CancelTournamentRequest.FromString,
+                    response_serializer=dast_dot_v1_dot_tournament__pb2.CancelTournamentResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -398,6 +435,60 @@ class TournamentService:
             '/dast.v1.TournamentService/ListTournaments',
             dast_dot_v1_dot_tournament__pb2.ListTournamentsRequest.SerializeToString,
             dast_dot_v1_dot_tournament__pb2.ListTournamentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FeatureTournament(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dast.v1.TournamentService/FeatureTournament',
+            dast_dot_v1_dot_tournament__pb2.FeatureTournamentRequest.SerializeToString,
+            dast_dot_v1_dot_tournament__pb2.FeatureTournamentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelTournament(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dast.v1.TournamentService/CancelTournament',
+            dast_dot_v1_dot_tournament__pb2.CancelTournamentRequest.SerializeToString,
+            dast_dot_v1_dot_tournament__pb2.CancelTournamentResponse.FromString,
             options,
             channel_credentials,
             insecure,

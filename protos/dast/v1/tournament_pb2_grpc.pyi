@@ -7,18 +7,31 @@ standings, find your table.
 A tournament is an append-only event log decided by a pure engine (engine/tournament):
 registration, pairings, table assignment, results, advancement and standings are all
 events of it, so it replays and audits like a game. The service creates each round's
-tables as matches through GameService.CreateGame (bots in empty seats and in the seats of
-players who did not come), learns each match's result only from the games' events, and
-after the round's time limit decides the matches still running by the engine's rule.
+tables as matches through GameService.CreateGame (bots in empty seats), learns each
+match's result only from the games' events, and after the round's time limit decides the
+matches still running by the engine's rule.
 
-Identity: every call carries `authorization: Bearer <JWT>` metadata. Any player may
-create a tournament (they are its host) and register themselves; the host (or an admin)
-starts it. Registration closes at the start.
+Absent players: a player who has no Subscribe stream open on their table's match within
+the presence grace period (DAST_PRESENCE_GRACE_SECONDS, 15 s by default) after the match is
+created is absent, as a player whose stream went away that long: a bot takes the seat (a
+seat-control event of the match, reason DISCONNECTED) and plays it until the player
+subscribes, which gives the seat back (reason RECONNECTED). An app keeps its seat by
+subscribing to the game GetCurrentTable names as soon as it appears (docs/clients.md
+"Tournaments").
+
+Identity: every call carries `authorization: Bearer <JWT>` metadata. Who may create a
+tournament (and so be its host) is the operator's setting (docs/tournaments.md "Who may
+create tournaments"): any player, guests included (the default), players signed in with an
+account only, or operators only (admin and service tokens); a player has at most a few open
+tournaments (registering or running) at a time. Players register themselves; the host (or
+an operator) starts it, or cancels it before the start. Registration closes at the start.
 
 Errors (google.rpc.ErrorInfo reasons in domain "dast"): NOT_FOUND for no such tournament,
 FAILED_PRECONDITION for a step the tournament's state refuses (registering after the
-start, starting twice, a full field), PERMISSION_DENIED for a non-host starting,
-INVALID_ARGUMENT for settings outside the allowed values, ABORTED when another replica's
+start, starting twice, a full field), PERMISSION_DENIED for a non-host starting or a
+caller the creation setting leaves out, RESOURCE_EXHAUSTED for a player past their open
+tournaments, INVALID_ARGUMENT for settings outside the allowed values (and a page token
+that is not one this service made for the same filters), ABORTED when another replica's
 step won the race (retry).
 """
 
@@ -172,7 +185,39 @@ _TournamentServiceListTournamentsType = typing_extensions.TypeVar(
     ],
 )
 
-class TournamentServiceStub(typing.Generic[_TournamentServiceCreateTournamentType, _TournamentServiceRegisterPlayerType, _TournamentServiceUnregisterPlayerType, _TournamentServiceStartTournamentType, _TournamentServiceGetStandingsType, _TournamentServiceWatchStandingsType, _TournamentServiceGetCurrentTableType, _TournamentServiceListTournamentsType]):
+_TournamentServiceFeatureTournamentType = typing_extensions.TypeVar(
+    '_TournamentServiceFeatureTournamentType',
+    grpc.UnaryUnaryMultiCallable[
+        dast.v1.tournament_pb2.FeatureTournamentRequest,
+        dast.v1.tournament_pb2.FeatureTournamentResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.tournament_pb2.FeatureTournamentRequest,
+        dast.v1.tournament_pb2.FeatureTournamentResponse,
+    ],
+    default=grpc.UnaryUnaryMultiCallable[
+        dast.v1.tournament_pb2.FeatureTournamentRequest,
+        dast.v1.tournament_pb2.FeatureTournamentResponse,
+    ],
+)
+
+_TournamentServiceCancelTournamentType = typing_extensions.TypeVar(
+    '_TournamentServiceCancelTournamentType',
+    grpc.UnaryUnaryMultiCallable[
+        dast.v1.tournament_pb2.CancelTournamentRequest,
+        dast.v1.tournament_pb2.CancelTournamentResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.tournament_pb2.CancelTournamentRequest,
+        dast.v1.tournament_pb2.CancelTournamentResponse,
+    ],
+    default=grpc.UnaryUnaryMultiCallable[
+        dast.v1.tournament_pb2.CancelTournamentRequest,
+        dast.v1.tournament_pb2.CancelTournamentResponse,
+    ],
+)
+
+class TournamentServiceStub(typing.Generic[_TournamentServiceCreateTournamentType, _TournamentServiceRegisterPlayerType, _TournamentServiceUnregisterPlayerType, _TournamentServiceStartTournamentType, _TournamentServiceGetStandingsType, _TournamentServiceWatchStandingsType, _TournamentServiceGetCurrentTableType, _TournamentServiceListTournamentsType, _TournamentServiceFeatureTournamentType, _TournamentServiceCancelTournamentType]):
     @typing.overload
     def __init__(self: TournamentServiceStub[
         grpc.UnaryUnaryMultiCallable[
@@ -206,6 +251,14 @@ class TournamentServiceStub(typing.Generic[_TournamentServiceCreateTournamentTyp
         grpc.UnaryUnaryMultiCallable[
             dast.v1.tournament_pb2.ListTournamentsRequest,
             dast.v1.tournament_pb2.ListTournamentsResponse,
+        ],
+        grpc.UnaryUnaryMultiCallable[
+            dast.v1.tournament_pb2.FeatureTournamentRequest,
+            dast.v1.tournament_pb2.FeatureTournamentResponse,
+        ],
+        grpc.UnaryUnaryMultiCallable[
+            dast.v1.tournament_pb2.CancelTournamentRequest,
+            dast.v1.tournament_pb2.CancelTournamentResponse,
         ],
     ], channel: grpc.Channel) -> None: ...
 
@@ -243,6 +296,14 @@ class TournamentServiceStub(typing.Generic[_TournamentServiceCreateTournamentTyp
             dast.v1.tournament_pb2.ListTournamentsRequest,
             dast.v1.tournament_pb2.ListTournamentsResponse,
         ],
+        grpc.aio.UnaryUnaryMultiCallable[
+            dast.v1.tournament_pb2.FeatureTournamentRequest,
+            dast.v1.tournament_pb2.FeatureTournamentResponse,
+        ],
+        grpc.aio.UnaryUnaryMultiCallable[
+            dast.v1.tournament_pb2.CancelTournamentRequest,
+            dast.v1.tournament_pb2.CancelTournamentResponse,
+        ],
     ], channel: grpc.aio.Channel) -> None: ...
 
     CreateTournament: _TournamentServiceCreateTournamentType
@@ -273,7 +334,19 @@ class TournamentServiceStub(typing.Generic[_TournamentServiceCreateTournamentTyp
     """
 
     ListTournaments: _TournamentServiceListTournamentsType
-    """Tournaments, newest first."""
+    """Tournaments a page at a time: featured ones still open first, then newest first
+    (filtered by status, game and whether an operator created them).
+    """
+
+    FeatureTournament: _TournamentServiceFeatureTournamentType
+    """Feature a tournament (listed first while it is open) or stop featuring it (operators
+    only: admin and service tokens).
+    """
+
+    CancelTournament: _TournamentServiceCancelTournamentType
+    """Call off a tournament before its start (host or operator): it ends with no standings,
+    its status CANCELLED, and no longer counts among its host's open tournaments.
+    """
 
 TournamentServiceAsyncStub: typing_extensions.TypeAlias = TournamentServiceStub[
     grpc.aio.UnaryUnaryMultiCallable[
@@ -307,6 +380,14 @@ TournamentServiceAsyncStub: typing_extensions.TypeAlias = TournamentServiceStub[
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.tournament_pb2.ListTournamentsRequest,
         dast.v1.tournament_pb2.ListTournamentsResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.tournament_pb2.FeatureTournamentRequest,
+        dast.v1.tournament_pb2.FeatureTournamentResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.tournament_pb2.CancelTournamentRequest,
+        dast.v1.tournament_pb2.CancelTournamentResponse,
     ],
 ]
 
@@ -379,6 +460,28 @@ class TournamentServiceServicer(metaclass=abc.ABCMeta):
         request: dast.v1.tournament_pb2.ListTournamentsRequest,
         context: _ServicerContext,
     ) -> typing.Union[dast.v1.tournament_pb2.ListTournamentsResponse, collections.abc.Awaitable[dast.v1.tournament_pb2.ListTournamentsResponse]]:
-        """Tournaments, newest first."""
+        """Tournaments a page at a time: featured ones still open first, then newest first
+        (filtered by status, game and whether an operator created them).
+        """
+
+    @abc.abstractmethod
+    def FeatureTournament(
+        self,
+        request: dast.v1.tournament_pb2.FeatureTournamentRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[dast.v1.tournament_pb2.FeatureTournamentResponse, collections.abc.Awaitable[dast.v1.tournament_pb2.FeatureTournamentResponse]]:
+        """Feature a tournament (listed first while it is open) or stop featuring it (operators
+        only: admin and service tokens).
+        """
+
+    @abc.abstractmethod
+    def CancelTournament(
+        self,
+        request: dast.v1.tournament_pb2.CancelTournamentRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[dast.v1.tournament_pb2.CancelTournamentResponse, collections.abc.Awaitable[dast.v1.tournament_pb2.CancelTournamentResponse]]:
+        """Call off a tournament before its start (host or operator): it ends with no standings,
+        its status CANCELLED, and no longer counts among its host's open tournaments.
+        """
 
 def add_TournamentServiceServicer_to_server(servicer: TournamentServiceServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...

@@ -6,7 +6,7 @@ have), wait for the start, then, round after round, ask
 the tournament service for this player's table and play that match with the same screen
 and prompt as a lobby match (:meth:`services.cli.play.Client.play_match`); between rounds,
 and at the end, print the standings. A bye or an elimination just waits for the next round
-or the end.
+or the end; a tournament called off before its start ends the command.
 """
 
 from __future__ import annotations
@@ -97,6 +97,12 @@ def play_tournament(
             tournament_pb2.GetCurrentTableRequest(tournament_id=tournament_id),
             metadata=metadata, timeout=20)
         status = table.tournament.status
+        if status == tournament_pb2.TOURNAMENT_STATUS_CANCELLED:
+            say("The tournament was called off before its start.")
+            called_off: tournament_pb2.GetStandingsResponse = stub.GetStandings(
+                tournament_pb2.GetStandingsRequest(tournament_id=tournament_id),
+                metadata=metadata, timeout=20)
+            return called_off
         if awaiting_partner:
             field: tournament_pb2.GetStandingsResponse = stub.GetStandings(
                 tournament_pb2.GetStandingsRequest(tournament_id=tournament_id),

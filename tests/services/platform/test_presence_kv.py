@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-import nats
 import pytest
 
 from dast.v1 import common_pb2, hokm_pb2
@@ -25,6 +23,7 @@ from services.platform.presence_kv import (
     PresenceReporter,
     away_since,
 )
+from tests.support.presence import nats_boards
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -256,20 +255,8 @@ def test_a_sweeper_needs_room_for_at_least_one_game() -> None:
 
 @pytest.fixture
 async def nats_board(nats_url: str) -> AsyncIterator[tuple[NatsPresenceBoard, NatsPresenceBoard]]:
-    bucket = f"TEST_PRESENCE_{uuid.uuid4().hex[:12]}"
-    boards = (NatsPresenceBoard(nats_url, bucket=bucket, ttl_ms=60_000),
-              NatsPresenceBoard(nats_url, bucket=bucket, ttl_ms=60_000))
-    for board in boards:
-        await board.start()
-    try:
-        yield boards
-    finally:
-        for board in boards:
-            await board.close()
-        with contextlib.suppress(Exception):
-            connection = await nats.connect(nats_url, connect_timeout=2)
-            await connection.jetstream().delete_key_value(bucket)
-            await connection.close()
+    async with nats_boards(nats_url) as (writer, reader):
+        yield writer, reader
 
 
 async def _eventually(board: PresenceBoard, count: int) -> list[PresenceRecord]:

@@ -2,34 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import grpc
 import pytest
 
-from dast.v1 import common_pb2, tournament_pb2, tournament_pb2_grpc
-from services.platform.auth import Role, mint_token
-from services.platform.errors import error_info_of, reason_of
-from tests.e2e.helpers import SECRET, stack
+from dast.v1 import common_pb2, tournament_pb2
+from services.platform.errors import error_info_of
+from tests.e2e.helpers import stack
+from tests.services.tournament.callers import Caller
+from tests.services.tournament.callers import refused as _refused
 
 pytestmark = pytest.mark.timeout(60)
-
-
-class Caller:
-    def __init__(self, channel: grpc.aio.Channel, player_id: str, role: Role = Role.PLAYER
-                 ) -> None:
-        self.stub = tournament_pb2_grpc.TournamentServiceStub(channel)
-        self.metadata = (("authorization", f"Bearer {mint_token(SECRET, player_id, role)}"),)
-
-    async def __call__(self, method: str, request: Any) -> Any:
-        return await getattr(self.stub, method)(request, metadata=self.metadata, timeout=10)
-
-
-async def _refused(call: Any, code: grpc.StatusCode) -> str | None:
-    with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await call
-    assert caught.value.code() == code, caught.value.details()
-    return reason_of(caught.value)
 
 
 async def test_only_the_host_starts_and_registers_bots_and_registration_closes_at_the_start(

@@ -4,7 +4,6 @@ the bus watermark, and two replicas racing for the same step."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
@@ -13,6 +12,7 @@ from engine import tournament as engine
 from services.tournament import chain
 from services.tournament.store import (
     ConcurrencyConflict,
+    ListingQuery,
     MatchPlace,
     Step,
     StoredEvent,
@@ -21,14 +21,6 @@ from services.tournament.store import (
     TournamentStore,
 )
 from services.tournament.tournaments import Tournaments
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest) -> Iterator[TournamentStore]:
-    url = None if request.param == "sqlite" else request.getfixturevalue("pg_url")
-    opened = TournamentStore.open(url)
-    yield opened
-    opened.close()
 
 
 def _summary(status: int = tournament_pb2.TOURNAMENT_STATUS_REGISTERING
@@ -69,8 +61,9 @@ def test_the_matches_of_a_step_are_found_by_game_id_and_the_head_moves_with_it(
     head = store.head("t1")
     assert (head.last_seq, head.status, head.round_deadline_ms) == (2, running, 99)
     assert [h.tournament_id for h in store.heads_in(running)] == ["t1"]
-    assert [s.tournament_id for s in store.listed(running, 10)] == ["t1"]
-    assert store.listed(tournament_pb2.TOURNAMENT_STATUS_FINISHED, 10) == []
+    assert [item.summary.tournament_id for item in store.listed(
+        ListingQuery(status=running), 10)] == ["t1"]
+    assert store.listed(ListingQuery(status=tournament_pb2.TOURNAMENT_STATUS_FINISHED), 10) == []
 
 
 def test_the_bus_watermark_only_moves_forward(store: TournamentStore) -> None:
