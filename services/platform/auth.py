@@ -1,7 +1,12 @@
 """Identity: signed JWT bearer tokens checked by a gRPC server interceptor.
 
-A token (HS256, secret from ``DAST_JWT_SECRET``) names one player (``sub``), a role and,
-when the accounts service issued it, the session it belongs to (``sid``):
+A token is signed with an Ed25519 key (JWS ``EdDSA``) that only the service issuing it holds
+(:class:`TokenSigner`, its ``kid`` in the token's header); every server verifies it against
+a :class:`TokenKeyRing` of public keys, each trusted for some roles only, so a process can
+mint only the tokens its own keys may sign, and one without keys (a game replica) none.
+:mod:`services.platform.token_keys` reads the keys from the settings. A token names one
+player (``sub``), a role and, when the accounts service issued it, the session it belongs
+to (``sid``):
 
 - ``player``: acts only for the seat it holds in a match; watches other matches as a
   spectator;
@@ -22,21 +27,25 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
 import grpc
 import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from services.platform.errors import Reason, rich_status
 
-_ALGORITHM: Final = "HS256"
+_ALGORITHM: Final = "EdDSA"
+_HMAC_ALGORITHM: Final = "HS256"
 _ISSUER: Final = "dast"
 _OPEN_PREFIXES: Final = (
     "/grpc.health.v1.Health/", "/grpc.reflection.", "/dast.v1.LobbyService/SignInGuest",
     "/dast.v1.AccountsService/SignInGuest", "/dast.v1.AccountsService/Refresh",
+    "/dast.v1.AccountsService/SignInWithIdToken",
 )
 GUEST_ID_PREFIX: Final = "g-"
 """How every guest's player id starts (the lobby's and the accounts service's
@@ -87,16 +96,84 @@ class AuthError(Exception):
         self.reason = reason
 
 
+@dataclass(frozen=True, slots=True)
+class TokenSigner:
+    """The private key one issuer (a service, or the operator) signs its tokens with."""
+
+    issuer: str
+    """Who holds it: a service name (``lobby``, ``accounts``, ``bot``, ``tournament``,
+    ``stats``) or ``operator`` (:data:`services.platform.token_keys.ISSUER_ROLES`)."""
+    kid: str
+    """The key's id, in the header of every token it signs."""
+    private_key: Ed25519PrivateKey = field(repr=False)
+
+    @classmethod
+    def generate(cls, issuer: str, kid: str) -> TokenSigner:
+        """A fresh key (the embedded mode's first start, deploy/local-stack.sh, tests)."""
+        return cls(issuer, kid, Ed25519PrivateKey.generate())
+
+    @property
+    def public_key(self) -> Ed25519PublicKey:
+        """The key that verifies its tokens."""
+        return self.private_key.public_key()
+
+    @property
+    def seed(self) -> bytes:
+        """The 32-byte private seed."""
+        return self.private_key.private_bytes(
+            serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
+            serialization.NoEncryption(),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TrustedKey:
+    """A public key the servers verify tokens with, and the roles it may sign."""
+
+    kid: str
+    public_key: Ed25519PublicKey = field(repr=False)
+    roles: frozenset[Role]
+
+
+class TokenKeyRing:
+    """The public keys a server trusts, by ``kid``: a token is valid only when its key is
+    here and may sign its role. Two keys of one issuer are trusted at once while a key is
+    rotated (docs/security.md "Token keys")."""
+
+    def __init__(self, keys: Iterable[TrustedKey]) -> None:
+        self._keys: dict[str, TrustedKey] = {}
+        for key in keys:
+            if key.kid in self._keys:
+                raise ValueError(f"two keys have the kid {key.kid!r}")
+            self._keys[key.kid] = key
+
+    @classmethod
+    def trusting(cls, signers: Mapping[TokenSigner, Iterable[Role]]) -> TokenKeyRing:
+        """The ring trusting each signer's public key for its roles."""
+        return cls(TrustedKey(signer.kid, signer.public_key, frozenset(roles))
+                   for signer, roles in signers.items())
+
+    def get(self, kid: str) -> TrustedKey | None:
+        """The trusted key named ``kid``, or None."""
+        return self._keys.get(kid)
+
+    @property
+    def keys(self) -> tuple[TrustedKey, ...]:
+        """Every trusted key, in the order given."""
+        return tuple(self._keys.values())
+
+
 def mint_token(
-    secret: str, player_id: str, role: Role = Role.PLAYER, *, ttl_seconds: int = 24 * 3600,
-    session_id: str | None = None, issued_at: int | None = None,
+    signer: TokenSigner | str, player_id: str, role: Role = Role.PLAYER, *,
+    ttl_seconds: int = 24 * 3600, session_id: str | None = None, issued_at: int | None = None,
 ) -> str:
     """A signed bearer token for ``player_id`` acting as ``role`` (in the session
     ``session_id``, its ``sid`` claim, when given), issued at ``issued_at`` (epoch seconds;
     None: now).
 
-    >>> token = mint_token("s" * 32, "p1")
-    >>> verify_token("s" * 32, token)
+    >>> signer = TokenSigner.generate("operator", "ops-1")
+    >>> ring = TokenKeyRing.trusting({signer: [Role.PLAYER, Role.ADMIN]})
+    >>> verify_token(ring, mint_token(signer, "p1"))
     Identity(player_id='p1', role=<Role.PLAYER: 'player'>, session_id=None)
     """
     now = int(time.time()) if issued_at is None else issued_at
@@ -104,22 +181,49 @@ def mint_token(
                                  "iat": now, "exp": now + ttl_seconds}
     if session_id is not None:
         claims["sid"] = session_id
-    return jwt.encode(claims, secret, algorithm=_ALGORITHM)
+    if isinstance(signer, str):
+        return jwt.encode(claims, signer, algorithm=_HMAC_ALGORITHM)
+    return jwt.encode(claims, signer.private_key, algorithm=_ALGORITHM,
+                      headers={"kid": signer.kid})
 
 
-def verify_token(secret: str, token: str) -> Identity:
+def verify_token(keys: TokenKeyRing | str, token: str) -> Identity:
     """The identity a token carries.
 
-    :raises AuthError: if the token is invalid, expired, or names no player or role.
+    :raises AuthError: if the token is invalid, expired, or names no player or role, or
+        its key is not in ``keys`` or may not sign its role.
     """
-    return _verify(secret, token)[0]
+    return _verify(keys, token)[0]
 
 
-def _verify(secret: str, token: str) -> tuple[Identity, int]:
+def _trusted_key(ring: TokenKeyRing, token: str) -> TrustedKey:
+    """The key of ``ring`` that must have signed ``token`` (by its header)."""
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.PyJWTError as exc:
+        raise AuthError("the bearer token is not a valid dast token") from exc
+    if header.get("alg") != _ALGORITHM:
+        raise AuthError("the bearer token is not signed with EdDSA (Ed25519), the only "
+                        "algorithm dast tokens use")
+    kid = header.get("kid")
+    key = ring.get(kid) if isinstance(kid, str) else None
+    if key is None:
+        raise AuthError("the bearer token is signed with a key this server does not trust")
+    return key
+
+
+def _verify(keys: TokenKeyRing | str, token: str) -> tuple[Identity, int]:
     """The identity a token carries and when it expires (epoch seconds)."""
+    trusted: TrustedKey | None = None
+    key: Ed25519PublicKey | str
+    if isinstance(keys, TokenKeyRing):
+        trusted = _trusted_key(keys, token)
+        key, algorithm = trusted.public_key, _ALGORITHM
+    else:
+        key, algorithm = keys, _HMAC_ALGORITHM
     try:
         claims = jwt.decode(
-            token, secret, algorithms=[_ALGORITHM], issuer=_ISSUER,
+            token, key, algorithms=[algorithm], issuer=_ISSUER,
             options={"require": ["sub", "exp", "iss"]},
         )
     except jwt.ExpiredSignatureError as exc:
@@ -134,6 +238,8 @@ def _verify(secret: str, token: str) -> tuple[Identity, int]:
         role = Role(claims.get("role", Role.PLAYER))
     except ValueError as exc:
         raise AuthError("the bearer token names an unknown role") from exc
+    if trusted is not None and role not in trusted.roles:
+        raise AuthError(f"the bearer token's key may not sign {role} tokens")
     session_id = claims.get("sid")
     if session_id is not None and (not isinstance(session_id, str) or not session_id):
         raise AuthError("the bearer token names no valid session")
@@ -142,10 +248,11 @@ def _verify(secret: str, token: str) -> tuple[Identity, int]:
 
 class TokenCache:
     """Verified tokens until they expire: a client sends the same token with every call,
-    and checking an HMAC signature and its claims costs more than the rest of a cheap RPC."""
+    and checking an Ed25519 signature and its claims costs more than the rest of a cheap
+    RPC."""
 
-    def __init__(self, secret: str, max_size: int = 50_000) -> None:
-        self._secret = secret
+    def __init__(self, keys: TokenKeyRing | str, max_size: int = 50_000) -> None:
+        self._keys = keys
         self._max_size = max_size
         self._verified: dict[str, tuple[Identity, int]] = {}
 
@@ -157,11 +264,15 @@ class TokenCache:
         hit = self._verified.get(token)
         if hit is not None and hit[1] > time.time():
             return hit[0]
-        identity, expires = _verify(self._secret, token)
+        identity, expires = self._check(token)
         if len(self._verified) >= self._max_size:
             self._verified.clear()  # rare; a cold cache only costs verifications
         self._verified[token] = (identity, expires)
         return identity
+
+    def _check(self, token: str) -> tuple[Identity, int]:
+        """Verify ``token`` (not cached): its identity and expiry (epoch seconds)."""
+        return _verify(self._keys, token)
 
 
 def bearer_of(metadata: Any) -> str | None:
@@ -272,8 +383,8 @@ class TokenCheck:
     :class:`services.platform.server.DastInterceptor`, which then runs the handler
     :func:`with_identity`, or :func:`denied`)."""
 
-    def __init__(self, secret: str) -> None:
-        self._tokens = TokenCache(secret)
+    def __init__(self, keys: TokenKeyRing | str, *, tokens: TokenCache | None = None) -> None:
+        self._tokens = tokens or TokenCache(keys)
 
     def identify(self, details: grpc.HandlerCallDetails) -> Identity | None:
         """The caller of this call; None for the open methods (health, reflection, sign-in).
