@@ -32,6 +32,7 @@ from engine.core.errors import Code  # noqa: E402
 from engine.hand.errors import HandCode  # noqa: E402
 from engine.hokm.errors import HokmCode  # noqa: E402
 from engine.tournament.errors import TournamentCode  # noqa: E402
+from services.accounts.oidc import OidcReason  # noqa: E402
 from services.accounts.reasons import AccountsReason  # noqa: E402
 from services.lobby.reasons import LobbyReason  # noqa: E402
 from services.platform.errors import Reason, is_listed, wire_name  # noqa: E402
@@ -127,18 +128,6 @@ GUIDANCE: dict[str, Guidance] = {
         "UNAVAILABLE", "the database behind the service was unreachable for a moment",
         "wait the `RetryInfo` delay and retry the same call (the same `command_id` applies "
         "a command once)"),
-    Reason.TOO_MANY_SPECTATORS: Guidance(
-        "RESOURCE_EXHAUSTED", "the match (or table) has as many spectators as this server "
-        "admits (a seat's own stream is never refused this way)",
-        "say the match is full of spectators; retry after `RetryInfo`"),
-    Reason.ADDRESS_LIMITED: Guidance(
-        "RESOURCE_EXHAUSTED", "your network address holds its share of this server's "
-        "streams or calls in progress (shared by everyone behind that address)",
-        "cancel streams you no longer read; retry after `RetryInfo`"),
-    Reason.SERVER_BUSY: Guidance(
-        "RESOURCE_EXHAUSTED", "the server holds all the streams, or handles all the calls, "
-        "it serves well",
-        "retry after `RetryInfo` (a new connection may reach another replica)"),
     # ---- services.lobby.reasons.LobbyReason (shared values are listed above) ----
     LobbyReason.TABLE_NOT_FOUND: Guidance("NOT_FOUND", "no table has that id or invite code",
                                           "refresh the table list"),
@@ -201,6 +190,45 @@ GUIDANCE: dict[str, Guidance] = {
     AccountsReason.NO_SESSION: Guidance(
         "FAILED_PRECONDITION", "the access token names no session (it came from the lobby's "
         "guest sign-in)", "sign in through AccountsService first"),
+    AccountsReason.IDENTITY_LINKED_ELSEWHERE: Guidance(
+        "FAILED_PRECONDITION", "the identity is linked to another player already",
+        "sign in with it (SignInWithIdToken) to reach that player, or unlink it there first"),
+    AccountsReason.PROVIDER_ALREADY_LINKED: Guidance(
+        "FAILED_PRECONDITION", "the player has another identity of that provider linked",
+        "unlink that one first (UnlinkIdentity)"),
+    AccountsReason.IDENTITY_NOT_LINKED: Guidance(
+        "NOT_FOUND", "the player has no such identity linked",
+        "refresh the list (ListIdentities)"),
+    AccountsReason.LAST_WAY_IN: Guidance(
+        "FAILED_PRECONDITION", "the identity is the player's last way in (no other identity, "
+        "no device)", "link another identity first"),
+    # ---- services.accounts.oidc.OidcReason ----
+    OidcReason.ID_TOKEN_INVALID: Guidance(
+        "UNAUTHENTICATED", "not a well-formed ID token with a good signature",
+        "get a new ID token from the provider and retry; report it if it recurs"),
+    OidcReason.ID_TOKEN_EXPIRED: Guidance(
+        "UNAUTHENTICATED", "the ID token has expired", "get a fresh ID token and retry"),
+    OidcReason.ID_TOKEN_NOT_YET_VALID: Guidance(
+        "UNAUTHENTICATED", "the ID token is not valid yet (`nbf` or `iat` in the future)",
+        "ask the user to check the device's clock"),
+    OidcReason.ID_TOKEN_WRONG_AUDIENCE: Guidance(
+        "UNAUTHENTICATED", "the ID token was issued to another app (`aud`)",
+        "a configuration bug: use the client id the server is configured with"),
+    OidcReason.ID_TOKEN_WRONG_ISSUER: Guidance(
+        "UNAUTHENTICATED", "the ID token's issuer is not the named provider's",
+        "name the provider that issued the token"),
+    OidcReason.ID_TOKEN_UNKNOWN_KEY: Guidance(
+        "UNAUTHENTICATED", "the ID token names none of the provider's keys",
+        "get a new ID token and retry"),
+    OidcReason.ID_TOKEN_ALGORITHM_REFUSED: Guidance(
+        "UNAUTHENTICATED", "the ID token is signed with an algorithm the provider does not "
+        "use", "send the provider's token as issued"),
+    OidcReason.IDENTITY_PROVIDER_UNAVAILABLE: Guidance(
+        "UNAVAILABLE", "the provider's keys could not be fetched just now",
+        "retry after the `RetryInfo` delay"),
+    OidcReason.UNKNOWN_IDENTITY_PROVIDER: Guidance(
+        "INVALID_ARGUMENT", "no identity provider of that name (or issuer) is configured on "
+        "this server", "offer only the providers the server accepts"),
 }
 
 ENGINE_MEANINGS: dict[str, str] = {
@@ -270,6 +298,8 @@ SOURCES: tuple[Source, ...] = (
            "`TournamentServiceReason`", TournamentServiceReason, False),
     Source("Statistics: `services/stats/service.py` `StatsReason`", StatsReason, False),
     Source("Accounts: `services/accounts/reasons.py` `AccountsReason`", AccountsReason, False),
+    Source("Sign-in with OpenID Connect: `services/accounts/oidc.py` `OidcReason`", OidcReason,
+           False),
 )
 
 

@@ -128,6 +128,8 @@ class StackOptions:
     """Lifetime of the accounts service's access tokens (``DAST_ACCESS_TOKEN_MINUTES``)."""
     refresh_token_days: int = 30
     """Lifetime of the accounts service's refresh tokens (``DAST_REFRESH_TOKEN_DAYS``)."""
+    oidc_providers: str = ""
+    """The identity providers whose ID tokens sign players in (``DAST_OIDC_PROVIDERS``)."""
 
 
 def parse_services(text: str) -> list[str]:
@@ -269,6 +271,7 @@ class Composition:
                 server, self.accounts_store, secret=self.secret, clock=self.clock,
                 policy=TokenPolicy(self.options.access_token_minutes,
                                    self.options.refresh_token_days),
+                oidc_providers=self.options.oidc_providers,
             )
             mounted.append(str(ACCOUNTS_SERVICE_NAME))
         return mounted
@@ -529,7 +532,8 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
                      access_token_minutes=settings.access_token_minutes,
                      refresh_token_days=settings.refresh_token_days,
                      tournament_creators=settings.tournament_creators,
-                     tournament_open_per_player=settings.tournament_open_per_player),
+                     tournament_open_per_player=settings.tournament_open_per_player,
+                     oidc_providers=settings.oidc_providers),
         signer=signer, clock=clock,
         board=open_presence_board(settings.nats_url, bucket=nats_names.presence_bucket,
                                   clock=clock),

@@ -2,7 +2,8 @@
 
 The composition root (:mod:`services.compose`) mounts it with :func:`mount_accounts_service`::
 
-    accounts = mount_accounts_service(server, AccountsStore.open(url), secret=secret)
+    accounts = mount_accounts_service(server, AccountsStore.open(url), secret=secret,
+                                      oidc_providers=settings.oidc_providers)
 
 The service keeps nothing in memory between calls: any number of replicas serve the same
 tables.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import grpc
 
 from dast.v1 import accounts_pb2, accounts_pb2_grpc
+from services.accounts.oidc_providers import parse_providers
 from services.accounts.service import AccountsService
 from services.accounts.sessions import Sessions, TokenPolicy
 from services.accounts.store import AccountsStore
@@ -22,10 +24,15 @@ SERVICE_NAME = accounts_pb2.DESCRIPTOR.services_by_name["AccountsService"].full_
 
 
 def mount_accounts_service(server: grpc.aio.Server, store: AccountsStore, *, secret: str,
-                           policy: TokenPolicy | None = None,
+                           policy: TokenPolicy | None = None, oidc_providers: str = "",
                            clock: Clock = wall_clock_ms) -> AccountsService:
     """Add the accounts service over ``store`` to ``server``, its tokens signed with
-    ``secret`` and living as ``policy`` says; return the servicer."""
-    service = AccountsService(Sessions(store, secret, policy=policy, clock=clock))
+    ``secret`` and living as ``policy`` says, signing in with ID tokens of the providers
+    ``oidc_providers`` lists (``DAST_OIDC_PROVIDERS``); return the servicer.
+
+    :raises services.platform.config.ConfigError: for an invalid ``oidc_providers``.
+    """
+    service = AccountsService(Sessions(store, secret, policy=policy, clock=clock),
+                              parse_providers(oidc_providers))
     accounts_pb2_grpc.add_AccountsServiceServicer_to_server(service, server)
     return service

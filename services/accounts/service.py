@@ -1,7 +1,8 @@
-"""The gRPC ``dast.v1.AccountsService``: guest sign-in, refresh, sign-out (accounts.proto).
+"""The gRPC ``dast.v1.AccountsService``: guest sign-in, refresh, sign-out, sign-in with an
+identity provider's ID token and linking identities (accounts.proto).
 
-``SignInGuest`` and ``Refresh`` are open (they hand out tokens); the other methods read the
-caller from the token the server's interceptor checked.
+``SignInGuest``, ``SignInWithIdToken`` and ``Refresh`` are open (they hand out tokens); the
+other methods read the caller from the token the server's interceptor checked.
 
 A guest of the lobby's own sign-in (a ``g-`` player id, a token without a session) moves
 over by calling ``SignInGuest`` for a device id new here with that token as its bearer: the
@@ -14,6 +15,11 @@ Each method checks the meaning of its fields (the server's guard has refused mal
 already), calls the store in a thread and answers; refusals are
 :class:`~services.platform.errors.ServiceError`\\ s (or store errors mapped below), which the
 server's guard turns into statuses.
+
+An ID token is verified by :class:`~services.accounts.oidc.IdTokenVerifier` (the providers of
+``DAST_OIDC_PROVIDERS``). Its first sign-in creates a player whose id is ``a-`` and 16 random
+hex digits (never a guest's ``g-``); ``LinkIdentity`` instead links it to the caller's player,
+whatever its id, so a guest who links an identity keeps everything stored under its id.
 """
 
 from __future__ import annotations
@@ -26,12 +32,22 @@ import grpc
 import structlog
 
 from dast.v1 import accounts_pb2, accounts_pb2_grpc
+from services.accounts.oidc import IdTokenVerifier, VerifiedIdentity
+from services.accounts.oidc_providers import OidcProvider
 from services.accounts.reasons import AccountsReason
 from services.accounts.sessions import Sessions, new_secret
 from services.accounts.store import (
     DEVICE_ID_CHARS,
+    EMAIL_CHARS,
+    PROVIDER_CHARS,
+    SUBJECT_CHARS,
     DeviceSecretMismatch,
     GuestAlreadyMoved,
+    Identity,
+    IdentityLinkedElsewhere,
+    IdentityNotLinked,
+    LastWayIn,
+    ProviderAlreadyLinked,
     RefreshRefused,
     digest,
 )
@@ -43,17 +59,25 @@ from services.platform.auth import (
     verify_token,
 )
 from services.platform.errors import Reason, ServiceError, map_exception
-from services.platform.validation import check_id, clean_display_name
+from services.platform.validation import check_id, clean_display_name, quoted_input
 
 MIN_DEVICE_ID_CHARS: Final = 8
 PLAYER_ID_HEX: Final = 16
-"""Hex digits after ``g-`` in a guest's player id (as the lobby's guests have)."""
+"""Hex digits after ``g-`` in a guest's player id (as the lobby's guests have), and after
+``a-`` in the id of a player an identity provider's sign-in created."""
+ACCOUNT_ID_PREFIX: Final = "a-"
 _log = structlog.get_logger(component="accounts")
 
 map_exception(DeviceSecretMismatch, grpc.StatusCode.UNAUTHENTICATED,
               AccountsReason.DEVICE_SECRET_INVALID)
 map_exception(GuestAlreadyMoved, grpc.StatusCode.FAILED_PRECONDITION,
               AccountsReason.GUEST_ALREADY_MOVED)
+map_exception(IdentityLinkedElsewhere, grpc.StatusCode.FAILED_PRECONDITION,
+              AccountsReason.IDENTITY_LINKED_ELSEWHERE)
+map_exception(ProviderAlreadyLinked, grpc.StatusCode.FAILED_PRECONDITION,
+              AccountsReason.PROVIDER_ALREADY_LINKED)
+map_exception(IdentityNotLinked, grpc.StatusCode.NOT_FOUND, AccountsReason.IDENTITY_NOT_LINKED)
+map_exception(LastWayIn, grpc.StatusCode.FAILED_PRECONDITION, AccountsReason.LAST_WAY_IN)
 
 
 def new_guest_id() -> str:
@@ -61,12 +85,56 @@ def new_guest_id() -> str:
     return f"{GUEST_ID_PREFIX}{secrets.token_hex(PLAYER_ID_HEX // 2)}"
 
 
+def new_account_id() -> str:
+    """A fresh player id for an identity provider's first sign-in: ``a-`` and 16 hex digits."""
+    return f"{ACCOUNT_ID_PREFIX}{secrets.token_hex(PLAYER_ID_HEX // 2)}"
+
+
+def _provider_name(raw: str, *, required: bool) -> str | None:
+    """The provider a request names (None: empty, and ``required`` is False).
+
+    :raises ServiceError: INVALID_ARGUMENT ``invalid_request`` for an empty (when required)
+        or over-long name.
+    """
+    if not raw and not required:
+        return None
+    if not raw or len(raw) > PROVIDER_CHARS:
+        raise _invalid_field("provider", f"must be a provider's name of 1 to {PROVIDER_CHARS} "
+                             f"characters, not {quoted_input(raw)}")
+    return raw
+
+
+def _invalid_field(field: str, problem: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.INVALID_ARGUMENT, Reason.INVALID_REQUEST,
+                        f"{field} {problem}", metadata={"field": field})
+
+
+def _suggested_name(verified: VerifiedIdentity) -> str:
+    """The provider's name of the person as a display name ("" when it cannot be one)."""
+    try:
+        return clean_display_name(verified.name or "")
+    except ServiceError:
+        return ""
+
+
+def _email_of(verified: VerifiedIdentity) -> str:
+    """The address to keep with an identity: only one the provider verified."""
+    email = verified.email or ""
+    return email if verified.email_verified and len(email) <= EMAIL_CHARS else ""
+
+
+def _linked(identity: Identity) -> accounts_pb2.LinkedIdentity:
+    return accounts_pb2.LinkedIdentity(provider=identity.provider, subject=identity.subject,
+                                       email=identity.email, linked_at_ms=identity.linked_ms)
+
+
 class AccountsService(accounts_pb2_grpc.AccountsServiceServicer):
     """The servicer."""
 
-    def __init__(self, sessions: Sessions) -> None:
+    def __init__(self, sessions: Sessions, providers: tuple[OidcProvider, ...] = ()) -> None:
         self.sessions = sessions
         self.store = sessions.store
+        self.verifier = IdTokenVerifier(providers)
 
     async def SignInGuest(
         self, request: accounts_pb2.AccountsServiceSignInGuestRequest,
@@ -133,12 +201,8 @@ class AccountsService(accounts_pb2_grpc.AccountsServiceServicer):
     async def SignOut(
         self, request: accounts_pb2.SignOutRequest, context: grpc.aio.ServicerContext
     ) -> accounts_pb2.SignOutResponse:
-        caller = current_identity()
-        if caller.session_id is None:
-            raise ServiceError(
-                grpc.StatusCode.FAILED_PRECONDITION, AccountsReason.NO_SESSION,
-                "this token belongs to no session (sign in through AccountsService)")
-        await self.sessions.end(caller.session_id, caller.player_id)
+        player_id, session_id = self._session_of_caller()
+        await self.sessions.end(session_id, player_id)
         return accounts_pb2.SignOutResponse()
 
     async def SignOutEverywhere(
@@ -147,3 +211,80 @@ class AccountsService(accounts_pb2_grpc.AccountsServiceServicer):
     ) -> accounts_pb2.SignOutEverywhereResponse:
         ended = await self.sessions.end_all(current_identity().player_id)
         return accounts_pb2.SignOutEverywhereResponse(sessions_ended=len(ended))
+
+    async def SignInWithIdToken(
+        self, request: accounts_pb2.SignInWithIdTokenRequest,
+        context: grpc.aio.ServicerContext,
+    ) -> accounts_pb2.SignInWithIdTokenResponse:
+        display_name = clean_display_name(request.display_name)
+        verified = await self._verified(request.provider, request.id_token)
+        player_id = new_account_id()
+        signed_in = await asyncio.to_thread(
+            self.store.sign_in_identity, verified.provider, verified.subject,
+            _email_of(verified), player_id,
+            display_name or _suggested_name(verified) or f"Player-{player_id[-4:]}",
+            self.sessions.clock(),
+        )
+        tokens = await self.sessions.open(signed_in.player_id)
+        if signed_in.is_new:
+            _log.info("account_created", player_id=signed_in.player_id,
+                      provider=verified.provider)
+        return accounts_pb2.SignInWithIdTokenResponse(
+            player_id=signed_in.player_id, display_name=signed_in.display_name,
+            created=signed_in.is_new, tokens=tokens)
+
+    async def LinkIdentity(
+        self, request: accounts_pb2.LinkIdentityRequest, context: grpc.aio.ServicerContext
+    ) -> accounts_pb2.LinkIdentityResponse:
+        player_id, _ = self._session_of_caller()
+        verified = await self._verified(request.provider, request.id_token)
+        linked = await asyncio.to_thread(
+            self.store.link_identity, player_id, verified.provider, verified.subject,
+            _email_of(verified), self.sessions.clock())
+        _log.info("identity_linked", player_id=player_id, provider=verified.provider)
+        return accounts_pb2.LinkIdentityResponse(identity=_linked(linked))
+
+    async def UnlinkIdentity(
+        self, request: accounts_pb2.UnlinkIdentityRequest, context: grpc.aio.ServicerContext
+    ) -> accounts_pb2.UnlinkIdentityResponse:
+        player_id, _ = self._session_of_caller()
+        provider = _provider_name(request.provider, required=True)
+        assert provider is not None
+        subject = request.subject
+        if not subject or len(subject) > SUBJECT_CHARS or not subject.isprintable():
+            raise _invalid_field("subject", f"must be 1 to {SUBJECT_CHARS} printable "
+                                 "characters (as ListIdentities gives it)")
+        await asyncio.to_thread(self.store.unlink_identity, player_id, provider, subject)
+        _log.info("identity_unlinked", player_id=player_id, provider=provider)
+        return accounts_pb2.UnlinkIdentityResponse()
+
+    async def ListIdentities(
+        self, request: accounts_pb2.ListIdentitiesRequest, context: grpc.aio.ServicerContext
+    ) -> accounts_pb2.ListIdentitiesResponse:
+        identities, devices = await asyncio.to_thread(self.store.identities_of,
+                                                      current_identity().player_id)
+        return accounts_pb2.ListIdentitiesResponse(
+            identities=[_linked(identity) for identity in identities], devices=devices)
+
+    async def _verified(self, provider: str, id_token: str) -> VerifiedIdentity:
+        """The identity ``id_token`` proves, from the provider named ``provider`` (empty: the
+        one whose issuer the token names)."""
+        name = _provider_name(provider, required=False)
+        if not id_token:
+            raise _invalid_field("id_token", "is empty")
+        return await self.verifier.verify(id_token, name)
+
+    @staticmethod
+    def _session_of_caller() -> tuple[str, str]:
+        """The caller's player and session: the caller must be signed in with a session of
+        this service.
+
+        :raises ServiceError: FAILED_PRECONDITION ``no_session`` for another token (a
+            service's, or the lobby's guest sign-in's).
+        """
+        caller = current_identity()
+        if caller.session_id is None:
+            raise ServiceError(
+                grpc.StatusCode.FAILED_PRECONDITION, AccountsReason.NO_SESSION,
+                "this token belongs to no session (sign in through AccountsService)")
+        return caller.player_id, caller.session_id

@@ -1,8 +1,9 @@
-"""The accounts service's tables in SQL (SQLModel): players, devices, sessions, refresh tokens.
+"""The accounts service's tables in SQL (SQLModel): players, devices, sessions, refresh tokens,
+linked identities.
 
 SQLite is the embedded default and PostgreSQL the production store, at the same URL as the
 other services' tables (``Settings.store_url()``); every table's name starts with
-``accounts_``. On PostgreSQL the tables come from the Alembic revision 0005
+``accounts_``. On PostgreSQL the tables come from the Alembic revisions 0005 and 0006
 (``services/platform/migrations/versions``, run by :meth:`AccountsStore.open`); on SQLite
 from these models (``create_all``). Keep the two in step
 (``tests/services/platform/test_migrations.py`` compares them).
@@ -15,12 +16,22 @@ is checked with :func:`hmac.compare_digest` all the same.
 A refresh token is spent by an ``UPDATE … WHERE spent_ms = 0``: of two calls spending the
 same token at once, exactly one wins; the other sees it spent, as a reuse.
 
+An identity (a provider's name and its ``sub``) is the primary key of its row, so it belongs
+to one player whoever links it first; a player has at most one of each provider (a unique
+index). Linking and unlinking lock the player's row first (``SELECT … FOR UPDATE`` on
+PostgreSQL; SQLite's writers queue anyway), so two unlinks at once cannot both see another
+way in and leave the player none.
+
 Errors::
 
     AccountsStoreError
      ├── DeviceSecretMismatch   a known device without its secret
      ├── GuestAlreadyMoved      a lobby guest's player id that is here already
-     └── RefreshRefused         a refresh token that cannot be spent (``reused`` says why)
+     ├── RefreshRefused         a refresh token that cannot be spent (``reused`` says why)
+     ├── IdentityLinkedElsewhere  an identity of another player
+     ├── ProviderAlreadyLinked  a second identity of one provider for a player
+     ├── IdentityNotLinked      unlinking an identity the player lacks
+     └── LastWayIn              unlinking the player's last identity, with no device
 """
 
 from __future__ import annotations
@@ -28,9 +39,22 @@ from __future__ import annotations
 import hashlib
 import hmac
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
-from sqlalchemy import BigInteger, Column, Index, LargeBinary, String, insert, select, update
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    Index,
+    LargeBinary,
+    String,
+    Table,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import registry
@@ -42,6 +66,9 @@ PLAYER_ID_CHARS: Final = 64
 DEVICE_ID_CHARS: Final = 128
 SESSION_ID_CHARS: Final = 32
 DIGEST_BYTES: Final = 32
+PROVIDER_CHARS: Final = 32
+SUBJECT_CHARS: Final = 255
+EMAIL_CHARS: Final = 320
 
 
 class AccountsModel(SQLModel, registry=registry()):
@@ -96,11 +123,29 @@ class RefreshTokenRow(AccountsModel, table=True):
     """0 until the token is spent."""
 
 
+class IdentityRow(AccountsModel, table=True):
+    """An identity of an identity provider (its name and the person's ``sub`` there), linked
+    to the player it signs in."""
+
+    __tablename__ = "accounts_identities"
+    __table_args__ = (
+        Index("ix_accounts_identities_player_provider", "player_id", "provider", unique=True),
+    )
+
+    provider: str = Field(sa_column=Column(String(PROVIDER_CHARS), primary_key=True))
+    subject: str = Field(sa_column=Column(String(SUBJECT_CHARS), primary_key=True))
+    player_id: str = Field(sa_column=Column(String(PLAYER_ID_CHARS), nullable=False))
+    email: str = Field(sa_column=Column(String(EMAIL_CHARS), nullable=False))
+    """The address the provider gave when the identity was linked ("" when none)."""
+    linked_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
 PLAYERS = PlayerRow.__table__  # type: ignore[attr-defined]
 DEVICES = DeviceRow.__table__  # type: ignore[attr-defined]
 SESSIONS = SessionRow.__table__  # type: ignore[attr-defined]
 REFRESH_TOKENS = RefreshTokenRow.__table__  # type: ignore[attr-defined]
-TABLES: Final = (PLAYERS, DEVICES, SESSIONS, REFRESH_TOKENS)
+IDENTITIES = IdentityRow.__table__  # type: ignore[attr-defined]
+TABLES: Final = (PLAYERS, DEVICES, SESSIONS, REFRESH_TOKENS, IDENTITIES)
 
 
 def digest(secret: str) -> bytes:
@@ -132,6 +177,22 @@ class RefreshRefused(AccountsStoreError):
         self.reused = reused
 
 
+class IdentityLinkedElsewhere(AccountsStoreError):
+    """The identity is linked to another player."""
+
+
+class ProviderAlreadyLinked(AccountsStoreError):
+    """The player has another identity of the provider linked."""
+
+
+class IdentityNotLinked(AccountsStoreError):
+    """The player has no such identity linked."""
+
+
+class LastWayIn(AccountsStoreError):
+    """The identity is the player's last way in (no other identity, no device)."""
+
+
 @dataclass(frozen=True, slots=True)
 class GuestSignIn:
     """What a guest sign-in found or made."""
@@ -139,6 +200,17 @@ class GuestSignIn:
     player_id: str
     display_name: str
     is_new: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """An identity linked to a player."""
+
+    provider: str
+    subject: str
+    player_id: str
+    email: str
+    linked_ms: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,13 +252,9 @@ class AccountsStore(SqlTables):
         found = self._device(device_id)
         if found is None:
             try:
-                with self._transaction() as connection:
-                    connection.execute(insert(PLAYERS).values(
-                        player_id=new_player_id, display_name=display_name,
-                        created_ms=now_ms))
-                    connection.execute(insert(DEVICES).values(
-                        device_id=device_id, player_id=new_player_id,
-                        secret_digest=secret_digest, created_ms=now_ms))
+                self._insert_player(new_player_id, display_name, now_ms, DEVICES,
+                                    device_id=device_id, secret_digest=secret_digest,
+                                    created_ms=now_ms)
                 return GuestSignIn(new_player_id, display_name, True)
             except IntegrityError:
                 # Another call stored the device first (a known device now), or the player
@@ -202,6 +270,18 @@ class AccountsStore(SqlTables):
                 "this device signed in before: send the device secret its first sign-in "
                 "returned")
         return GuestSignIn(player_id, self._name_of(player_id), False)
+
+    def _insert_player(self, player_id: str, display_name: str, now_ms: int, way_in: Table,
+                       **row: object) -> None:
+        """A new player and its first way in (a row of ``way_in``: a device or an identity)
+        in one transaction.
+
+        :raises IntegrityError: when the player or the way in exists already.
+        """
+        with self._transaction() as connection:
+            connection.execute(insert(PLAYERS).values(
+                player_id=player_id, display_name=display_name, created_ms=now_ms))
+            connection.execute(insert(way_in).values(player_id=player_id, **row))
 
     def _device(self, device_id: str) -> tuple[str, bytes] | None:
         with self._reading() as connection:
@@ -304,3 +384,110 @@ class AccountsStore(SqlTables):
                 select(SESSIONS.c.ended_ms).where(SESSIONS.c.session_id == session_id)
             ).scalar_one_or_none()
         return ended == 0
+
+    # ---- identities ----
+
+    def sign_in_identity(self, provider: str, subject: str, email: str, new_player_id: str,
+                         display_name: str, now_ms: int) -> GuestSignIn:
+        """The player ``provider``'s ``subject`` is linked to; on its first sign-in a new
+        player (``new_player_id``, ``display_name``) with the identity linked."""
+        found = self._identity(provider, subject)
+        if found is None:
+            try:
+                self._insert_player(new_player_id, display_name, now_ms, IDENTITIES,
+                                    provider=provider, subject=subject, email=email,
+                                    linked_ms=now_ms)
+                return GuestSignIn(new_player_id, display_name, True)
+            except IntegrityError:
+                # A sign-in at the same time linked it first (or, once in 2^32 players, the
+                # random player id was taken: then this fails and the app retries).
+                found = self._identity(provider, subject)
+                if found is None:
+                    raise
+        return GuestSignIn(found.player_id, self._name_of(found.player_id), False)
+
+    def link_identity(self, player_id: str, provider: str, subject: str, email: str,
+                      now_ms: int) -> Identity:
+        """Link ``provider``'s ``subject`` to ``player_id`` (linked already: the link as it
+        is).
+
+        :raises IdentityLinkedElsewhere: the identity is another player's.
+        :raises ProviderAlreadyLinked: the player has another identity of ``provider``.
+        """
+        with self._transaction() as connection:
+            self._lock_player(connection, player_id)
+            row = connection.execute(
+                select(IDENTITIES).where(IDENTITIES.c.provider == provider,
+                                         IDENTITIES.c.subject == subject)).first()
+            if row is not None:
+                if row.player_id != player_id:
+                    raise IdentityLinkedElsewhere(
+                        f"this {provider} identity signs in another player: sign in with it "
+                        "to reach that player, or unlink it there first")
+                return _identity_of(row)
+            other = connection.execute(
+                select(IDENTITIES.c.subject).where(IDENTITIES.c.player_id == player_id,
+                                                   IDENTITIES.c.provider == provider)).first()
+            if other is not None:
+                raise ProviderAlreadyLinked(
+                    f"this player has another {provider} identity linked: unlink it first")
+            linked = Identity(provider, subject, player_id, email, now_ms)
+            connection.execute(insert(IDENTITIES).values(
+                provider=provider, subject=subject, player_id=player_id, email=email,
+                linked_ms=now_ms))
+        return linked
+
+    def unlink_identity(self, player_id: str, provider: str, subject: str) -> None:
+        """Remove ``provider``'s ``subject`` from ``player_id``.
+
+        :raises IdentityNotLinked: the player has no such identity.
+        :raises LastWayIn: it is the player's only identity and no device signs them in.
+        """
+        with self._transaction() as connection:
+            self._lock_player(connection, player_id)
+            mine = (IDENTITIES.c.provider == provider, IDENTITIES.c.subject == subject,
+                    IDENTITIES.c.player_id == player_id)
+            if connection.execute(select(IDENTITIES.c.subject).where(*mine)).first() is None:
+                raise IdentityNotLinked(f"this player has no such {provider} identity linked")
+            identities = connection.execute(
+                select(func.count()).select_from(IDENTITIES)
+                .where(IDENTITIES.c.player_id == player_id)).scalar_one()
+            devices = connection.execute(
+                select(func.count()).select_from(DEVICES)
+                .where(DEVICES.c.player_id == player_id)).scalar_one()
+            if identities + devices <= 1:
+                raise LastWayIn(
+                    "this identity is the player's last way in (no other identity, no "
+                    "device): link another identity first")
+            connection.execute(delete(IDENTITIES).where(*mine))
+
+    def identities_of(self, player_id: str) -> tuple[list[Identity], int]:
+        """The identities linked to ``player_id`` (oldest first) and how many devices sign
+        the player in."""
+        with self._reading() as connection:
+            rows = connection.execute(
+                select(IDENTITIES).where(IDENTITIES.c.player_id == player_id)
+                .order_by(IDENTITIES.c.linked_ms, IDENTITIES.c.provider)).all()
+            devices = connection.execute(
+                select(func.count()).select_from(DEVICES)
+                .where(DEVICES.c.player_id == player_id)).scalar_one()
+        return [_identity_of(row) for row in rows], int(devices)
+
+    def _identity(self, provider: str, subject: str) -> Identity | None:
+        with self._reading() as connection:
+            row = connection.execute(
+                select(IDENTITIES).where(IDENTITIES.c.provider == provider,
+                                         IDENTITIES.c.subject == subject)).first()
+        return None if row is None else _identity_of(row)
+
+    @staticmethod
+    def _lock_player(connection: Connection, player_id: str) -> None:
+        """Hold ``player_id``'s row until the transaction ends (PostgreSQL; SQLite's
+        ``BEGIN IMMEDIATE`` holds the whole database already)."""
+        connection.execute(select(PLAYERS.c.player_id)
+                           .where(PLAYERS.c.player_id == player_id).with_for_update())
+
+
+def _identity_of(row: Any) -> Identity:
+    return Identity(str(row.provider), str(row.subject), str(row.player_id), str(row.email),
+                    int(row.linked_ms))

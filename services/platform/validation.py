@@ -35,6 +35,9 @@ MAX_ID_CHARS: Final = 128
 """Longest id any request may carry (game and command ids are shorter in practice)."""
 MAX_TEXT_CHARS: Final = 256
 """Longest free-text string any request may carry (display names are cut shorter)."""
+LONG_TEXT_FIELDS: Final = {"id_token": 16 * 1024}
+"""Free-text fields allowed longer than :data:`MAX_TEXT_CHARS`, by field name, and their
+limit (an identity provider's ID token is one or two kilobytes)."""
 MAX_BYTES: Final = 1024
 """Longest bytes field any request may carry (seeds have 32 bytes)."""
 DISPLAY_NAME_CHARS: Final = 32
@@ -235,9 +238,9 @@ def _value_problem(field: FieldDescriptor, value: object, path: str) -> ServiceE
             return None if problem is None else _invalid(Reason.INVALID_REQUEST, path, problem)
         if "\x00" in value:
             return _invalid(Reason.INVALID_REQUEST, path, "contains a NUL character")
-        if len(value) > MAX_TEXT_CHARS:
-            return _invalid(Reason.INVALID_REQUEST, path,
-                            f"has more than {MAX_TEXT_CHARS} characters")
+        limit = LONG_TEXT_FIELDS.get(field.name, MAX_TEXT_CHARS)
+        if len(value) > limit:
+            return _invalid(Reason.INVALID_REQUEST, path, f"has more than {limit} characters")
         return None
     if kind == FieldDescriptor.TYPE_BYTES:
         assert isinstance(value, bytes)

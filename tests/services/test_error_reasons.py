@@ -26,7 +26,9 @@ import ast
 import asyncio
 import functools
 import importlib.util
+import json
 import sys
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,19 +79,15 @@ from services.tournament.policy import DEFAULT_OPEN_PER_PLAYER, CreationPolicy, 
 from services.tournament.store import ConcurrencyConflict as TournamentConflict
 from services.tournament.tournaments import MAX_ATTEMPTS, Tournaments
 from tests.e2e.helpers import SECRET, stack
+from tests.support.idp import LocalIdp, rsa_key
 
 pytestmark = pytest.mark.timeout(120)
 ROOT: Final = Path(__file__).resolve().parents[2]
 SEED: Final = bytes(range(32))
 LIMITS: Final = CallerLimits(streams_per_player=2, calls_per_second=50.0, call_burst=100,
                              sign_ins_per_minute_per_device=1_000,
-                             sign_ins_per_minute_per_address=1_000,
-                             spectators_per_game=2, streams_per_process=40,
-                             spectator_share=0.25, address_share=0.25,
-                             calls_in_flight=100_000, trusted_proxies=("127.0.0.1/32",))
-"""A person's call rate (so that a flood is refused) and two streams per player; two
-spectators a match, two an address and ten in the process (the clients name their address
-in ``x-forwarded-for``, believed from loopback)."""
+                             sign_ins_per_minute_per_address=1_000)
+"""A person's call rate (so that a flood is refused) and two streams per player."""
 
 
 def _reason_tables() -> ModuleType:
@@ -437,61 +435,6 @@ async def _too_many_streams(api: Api) -> object:
     raise AssertionError("a stream over the limit was opened")
 
 
-async def _spectators(api: Api, game_id: str, address: str, count: int) -> list[Any]:
-    """``count`` spectators' streams of ``game_id`` from ``address``, each open (its first
-    event read) before the next; the caller cancels them."""
-    calls: list[Any] = []
-    try:
-        for number in range(count):
-            call = api.game.Subscribe(game_pb2.SubscribeRequest(game_id=game_id), metadata=(
-                *api.auth(f"watcher-{game_id}-{number}"), ("x-forwarded-for", address)))
-            calls.append(call)
-            await call.read()
-    except BaseException:
-        for call in calls:
-            call.cancel()
-        raise
-    return calls
-
-
-@trigger("too_many_spectators")
-async def _too_many_spectators(api: Api) -> object:
-    game_id = await api.hokm_game()
-    calls = await _spectators(api, game_id, "192.0.2.1", LIMITS.spectators_per_game)
-    try:
-        await _spectators(api, game_id, "192.0.2.2", 1)
-    finally:
-        for call in calls:
-            call.cancel()
-    raise AssertionError("a spectator over the match's cap was admitted")
-
-
-async def _watch_new_matches(api: Api, addresses: list[str], refused: str) -> object:
-    """One spectator's stream of a new match from each of ``addresses`` (each match under
-    its cap), the last of which should be ``refused``."""
-    calls = []
-    try:
-        for address in addresses:
-            calls += await _spectators(api, await api.hokm_game(), address, 1)
-    finally:
-        for call in calls:
-            call.cancel()
-    raise AssertionError(f"{refused} was admitted")
-
-
-@trigger("address_limited")
-async def _address_limited(api: Api) -> object:
-    return await _watch_new_matches(api, ["192.0.2.3"] * (LIMITS.spectators_per_address + 1),
-                                    "an address over its share of spectators")
-
-
-@trigger("server_busy")
-async def _server_busy(api: Api) -> object:
-    return await _watch_new_matches(
-        api, [f"192.0.2.{10 + n}" for n in range(LIMITS.spectator_streams + 1)],
-        "a spectator over the process's share")
-
-
 @trigger("internal")
 async def _internal(api: Api) -> object:
     def store_failure(*_args: Any, **_kwargs: Any) -> Any:
@@ -644,6 +587,103 @@ async def _guest_already_moved(api: Api) -> object:
 @trigger("no_session")
 async def _no_session(api: Api) -> object:
     return await _accounts(api).SignOut(accounts_pb2.SignOutRequest(), metadata=api.auth("p0"))
+
+
+IDP: Final = LocalIdp([rsa_key("reasons-r1")])
+"""The identity provider the stack trusts as ``reasons`` (started by the test)."""
+DOWN_IDP: Final = LocalIdp([rsa_key("reasons-d1")], issuer="https://down.example.test")
+"""A provider whose keys cannot be fetched (``down``: its JWKS endpoint answers 503)."""
+
+
+def _oidc_providers() -> str:
+    DOWN_IDP.mode = "error"
+    return json.dumps([IDP.provider("reasons").model_dump(mode="json"),
+                       DOWN_IDP.provider("down").model_dump(mode="json")])
+
+
+async def _id_token_sign_in(api: Api, id_token: str, provider: str = "reasons") -> Any:
+    return await _accounts(api).SignInWithIdToken(accounts_pb2.SignInWithIdTokenRequest(
+        provider=provider, id_token=id_token))
+
+
+async def _linked(api: Api, subject: str) -> tuple[tuple[str, str]]:
+    """The bearer of a new player signed in with the ``reasons`` identity ``subject``."""
+    reply = await _id_token_sign_in(api, IDP.mint("reasons-r1", sub=subject))
+    return (("authorization", f"Bearer {reply.tokens.access_token}"),)
+
+
+@trigger("identity_linked_elsewhere")
+async def _identity_linked_elsewhere(api: Api) -> object:
+    await _linked(api, "reasons-owner")
+    guest = await _accounts(api).SignInGuest(accounts_pb2.AccountsServiceSignInGuestRequest(
+        device_id="reasons-device-6"))
+    return await _accounts(api).LinkIdentity(accounts_pb2.LinkIdentityRequest(
+        id_token=IDP.mint("reasons-r1", sub="reasons-owner")),
+        metadata=(("authorization", f"Bearer {guest.tokens.access_token}"),))
+
+
+@trigger("provider_already_linked")
+async def _provider_already_linked(api: Api) -> object:
+    bearer = await _linked(api, "reasons-first")
+    return await _accounts(api).LinkIdentity(accounts_pb2.LinkIdentityRequest(
+        id_token=IDP.mint("reasons-r1", sub="reasons-second")), metadata=bearer)
+
+
+@trigger("identity_not_linked")
+async def _identity_not_linked(api: Api) -> object:
+    return await _accounts(api).UnlinkIdentity(accounts_pb2.UnlinkIdentityRequest(
+        provider="reasons", subject="someone-else"), metadata=await _linked(api, "reasons-3"))
+
+
+@trigger("last_way_in")
+async def _last_way_in(api: Api) -> object:
+    return await _accounts(api).UnlinkIdentity(accounts_pb2.UnlinkIdentityRequest(
+        provider="reasons", subject="reasons-4"), metadata=await _linked(api, "reasons-4"))
+
+
+@trigger("id_token_invalid")
+async def _id_token_invalid(api: Api) -> object:
+    return await _id_token_sign_in(api, "not-a-jwt")
+
+
+@trigger("id_token_expired")
+async def _id_token_expired(api: Api) -> object:
+    return await _id_token_sign_in(api, IDP.mint("reasons-r1", exp=1))
+
+
+@trigger("id_token_not_yet_valid")
+async def _id_token_not_yet_valid(api: Api) -> object:
+    return await _id_token_sign_in(api, IDP.mint("reasons-r1", nbf=int(time.time()) + 3600))
+
+
+@trigger("id_token_wrong_audience")
+async def _id_token_wrong_audience(api: Api) -> object:
+    return await _id_token_sign_in(api, IDP.mint("reasons-r1", aud="com.example.another"))
+
+
+@trigger("id_token_wrong_issuer")
+async def _id_token_wrong_issuer(api: Api) -> object:
+    return await _id_token_sign_in(api, IDP.mint("reasons-r1", iss="https://elsewhere.test"))
+
+
+@trigger("id_token_unknown_key")
+async def _id_token_unknown_key(api: Api) -> object:
+    return await _id_token_sign_in(api, IDP.mint("reasons-r1", headers={"kid": "no-such-kid"}))
+
+
+@trigger("id_token_algorithm_refused")
+async def _id_token_algorithm_refused(api: Api) -> object:
+    return await _id_token_sign_in(api, IDP.forge_none(kid="reasons-r1"))
+
+
+@trigger("identity_provider_unavailable")
+async def _identity_provider_unavailable(api: Api) -> object:
+    return await _id_token_sign_in(api, DOWN_IDP.mint("reasons-d1"), provider="down")
+
+
+@trigger("unknown_identity_provider")
+async def _unknown_identity_provider(api: Api) -> object:
+    return await _id_token_sign_in(api, IDP.mint("reasons-r1"), provider="nobody")
 
 
 # ---- every game's rules, through Hokm ----
@@ -1253,8 +1293,17 @@ def _documented_statuses(reason: str) -> set[str]:
 
 
 async def test_the_client_sees_each_reason_it_triggers(monkeypatch: pytest.MonkeyPatch) -> None:
+    with IDP, DOWN_IDP:
+        seen = await _trigger_each(monkeypatch)
+    wrong = {reason: got for reason, got in seen.items() if got != _wire(reason)}
+    assert wrong == {}, wrong
+
+
+async def _trigger_each(monkeypatch: pytest.MonkeyPatch) -> dict[str, str | None]:
+    """Every reason of :data:`TRIGGERS` as the client read it back (or what it got)."""
     seen: dict[str, str | None] = {}
-    async with stack(timers=False, bots=False, limits=LIMITS) as run, \
+    async with stack(timers=False, bots=False, limits=LIMITS,
+                     oidc_providers=_oidc_providers()) as run, \
             grpc.aio.insecure_channel(run.address) as channel:
         for reason, send in TRIGGERS.items():
             with monkeypatch.context() as patch:
@@ -1273,5 +1322,4 @@ async def test_the_client_sees_each_reason_it_triggers(monkeypatch: pytest.Monke
                         f"{info.reason} ({error.code().name}: {error.details()})")
                 else:
                     seen[reason] = "accepted"
-    wrong = {reason: got for reason, got in seen.items() if got != _wire(reason)}
-    assert wrong == {}, wrong
+    return seen

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x64\x61st/v1/accounts.proto\x12\x07\x64\x61st.v1\"\xa5\x01\n\rSessionTokens\x12\x14\n\x0c\x61\x63\x63\x65ss_token\x18\x01 \x01(\t\x12\x1c\n\x14\x61\x63\x63\x65ss_expires_at_ms\x18\x02 \x01(\x03\x12\x15\n\rrefresh_token\x18\x03 \x01(\t\x12\x1d\n\x15refresh_expires_at_ms\x18\x04 \x01(\x03\x12\x12\n\nsession_id\x18\x05 \x01(\t\x12\x16\n\x0eserver_time_ms\x18\x06 \x01(\x03\"c\n!AccountsServiceSignInGuestRequest\x12\x11\n\tdevice_id\x18\x01 \x01(\t\x12\x15\n\rdevice_secret\x18\x02 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\"\x8c\x01\n\"AccountsServiceSignInGuestResponse\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x15\n\rdevice_secret\x18\x03 \x01(\t\x12&\n\x06tokens\x18\x04 \x01(\x0b\x32\x16.dast.v1.SessionTokens\"\'\n\x0eRefreshRequest\x12\x15\n\rrefresh_token\x18\x01 \x01(\t\"L\n\x0fRefreshResponse\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12&\n\x06tokens\x18\x02 \x01(\x0b\x32\x16.dast.v1.SessionTokens\"\x10\n\x0eSignOutRequest\"\x11\n\x0fSignOutResponse\"\x1a\n\x18SignOutEverywhereRequest\"3\n\x19SignOutEverywhereResponse\x12\x16\n\x0esessions_ended\x18\x01 \x01(\r2\xd1\x02\n\x0f\x41\x63\x63ountsService\x12\x66\n\x0bSignInGuest\x12*.dast.v1.AccountsServiceSignInGuestRequest\x1a+.dast.v1.AccountsServiceSignInGuestResponse\x12<\n\x07Refresh\x12\x17.dast.v1.RefreshRequest\x1a\x18.dast.v1.RefreshResponse\x12<\n\x07SignOut\x12\x17.dast.v1.SignOutRequest\x1a\x18.dast.v1.SignOutResponse\x12Z\n\x11SignOutEverywhere\x12!.dast.v1.SignOutEverywhereRequest\x1a\".dast.v1.SignOutEverywhereResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x64\x61st/v1/accounts.proto\x12\x07\x64\x61st.v1\"\xa5\x01\n\rSessionTokens\x12\x14\n\x0c\x61\x63\x63\x65ss_token\x18\x01 \x01(\t\x12\x1c\n\x14\x61\x63\x63\x65ss_expires_at_ms\x18\x02 \x01(\x03\x12\x15\n\rrefresh_token\x18\x03 \x01(\t\x12\x1d\n\x15refresh_expires_at_ms\x18\x04 \x01(\x03\x12\x12\n\nsession_id\x18\x05 \x01(\t\x12\x16\n\x0eserver_time_ms\x18\x06 \x01(\x03\"c\n!AccountsServiceSignInGuestRequest\x12\x11\n\tdevice_id\x18\x01 \x01(\t\x12\x15\n\rdevice_secret\x18\x02 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\"\x8c\x01\n\"AccountsServiceSignInGuestResponse\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x15\n\rdevice_secret\x18\x03 \x01(\t\x12&\n\x06tokens\x18\x04 \x01(\x0b\x32\x16.dast.v1.SessionTokens\"\'\n\x0eRefreshRequest\x12\x15\n\rrefresh_token\x18\x01 \x01(\t\"L\n\x0fRefreshResponse\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12&\n\x06tokens\x18\x02 \x01(\x0b\x32\x16.dast.v1.SessionTokens\"\x10\n\x0eSignOutRequest\"\x11\n\x0fSignOutResponse\"\x1a\n\x18SignOutEverywhereRequest\"3\n\x19SignOutEverywhereResponse\x12\x16\n\x0esessions_ended\x18\x01 \x01(\r\"X\n\x0eLinkedIdentity\x12\x10\n\x08provider\x18\x01 \x01(\t\x12\x0f\n\x07subject\x18\x02 \x01(\t\x12\r\n\x05\x65mail\x18\x03 \x01(\t\x12\x14\n\x0clinked_at_ms\x18\x04 \x01(\x03\"T\n\x18SignInWithIdTokenRequest\x12\x10\n\x08provider\x18\x01 \x01(\t\x12\x10\n\x08id_token\x18\x02 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\"}\n\x19SignInWithIdTokenResponse\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x08\x12&\n\x06tokens\x18\x04 \x01(\x0b\x32\x16.dast.v1.SessionTokens\"9\n\x13LinkIdentityRequest\x12\x10\n\x08provider\x18\x01 \x01(\t\x12\x10\n\x08id_token\x18\x02 \x01(\t\"A\n\x14LinkIdentityResponse\x12)\n\x08identity\x18\x01 \x01(\x0b\x32\x17.dast.v1.LinkedIdentity\":\n\x15UnlinkIdentityRequest\x12\x10\n\x08provider\x18\x01 \x01(\t\x12\x0f\n\x07subject\x18\x02 \x01(\t\"\x18\n\x16UnlinkIdentityResponse\"\x17\n\x15ListIdentitiesRequest\"V\n\x16ListIdentitiesResponse\x12+\n\nidentities\x18\x01 \x03(\x0b\x32\x17.dast.v1.LinkedIdentity\x12\x0f\n\x07\x64\x65vices\x18\x02 \x01(\r2\xa0\x05\n\x0f\x41\x63\x63ountsService\x12\x66\n\x0bSignInGuest\x12*.dast.v1.AccountsServiceSignInGuestRequest\x1a+.dast.v1.AccountsServiceSignInGuestResponse\x12<\n\x07Refresh\x12\x17.dast.v1.RefreshRequest\x1a\x18.dast.v1.RefreshResponse\x12<\n\x07SignOut\x12\x17.dast.v1.SignOutRequest\x1a\x18.dast.v1.SignOutResponse\x12Z\n\x11SignOutEverywhere\x12!.dast.v1.SignOutEverywhereRequest\x1a\".dast.v1.SignOutEverywhereResponse\x12Z\n\x11SignInWithIdToken\x12!.dast.v1.SignInWithIdTokenRequest\x1a\".dast.v1.SignInWithIdTokenResponse\x12K\n\x0cLinkIdentity\x12\x1c.dast.v1.LinkIdentityRequest\x1a\x1d.dast.v1.LinkIdentityResponse\x12Q\n\x0eUnlinkIdentity\x12\x1e.dast.v1.UnlinkIdentityRequest\x1a\x1f.dast.v1.UnlinkIdentityResponse\x12Q\n\x0eListIdentities\x12\x1e.dast.v1.ListIdentitiesRequest\x1a\x1f.dast.v1.ListIdentitiesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -49,6 +49,24 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SIGNOUTEVERYWHEREREQUEST']._serialized_end=629
   _globals['_SIGNOUTEVERYWHERERESPONSE']._serialized_start=631
   _globals['_SIGNOUTEVERYWHERERESPONSE']._serialized_end=682
-  _globals['_ACCOUNTSSERVICE']._serialized_start=685
-  _globals['_ACCOUNTSSERVICE']._serialized_end=1022
+  _globals['_LINKEDIDENTITY']._serialized_start=684
+  _globals['_LINKEDIDENTITY']._serialized_end=772
+  _globals['_SIGNINWITHIDTOKENREQUEST']._serialized_start=774
+  _globals['_SIGNINWITHIDTOKENREQUEST']._serialized_end=858
+  _globals['_SIGNINWITHIDTOKENRESPONSE']._serialized_start=860
+  _globals['_SIGNINWITHIDTOKENRESPONSE']._serialized_end=985
+  _globals['_LINKIDENTITYREQUEST']._serialized_start=987
+  _globals['_LINKIDENTITYREQUEST']._serialized_end=1044
+  _globals['_LINKIDENTITYRESPONSE']._serialized_start=1046
+  _globals['_LINKIDENTITYRESPONSE']._serialized_end=1111
+  _globals['_UNLINKIDENTITYREQUEST']._serialized_start=1113
+  _globals['_UNLINKIDENTITYREQUEST']._serialized_end=1171
+  _globals['_UNLINKIDENTITYRESPONSE']._serialized_start=1173
+  _globals['_UNLINKIDENTITYRESPONSE']._serialized_end=1197
+  _globals['_LISTIDENTITIESREQUEST']._serialized_start=1199
+  _globals['_LISTIDENTITIESREQUEST']._serialized_end=1222
+  _globals['_LISTIDENTITIESRESPONSE']._serialized_start=1224
+  _globals['_LISTIDENTITIESRESPONSE']._serialized_end=1310
+  _globals['_ACCOUNTSSERVICE']._serialized_start=1313
+  _globals['_ACCOUNTSSERVICE']._serialized_end=1985
 # @@protoc_insertion_point(module_scope)

@@ -26,6 +26,15 @@ If the reply to a device's first sign-in is lost, that device id is used up (its
 was in the reply): the app makes a new device id and signs in again, losing nothing (the
 player was new).
 
+Identities. SignInWithIdToken signs in with an ID token of an identity provider the
+operator configured (docs/accounts.md): its first sign-in creates a player, and every
+later one, from any device, reaches the same player. A signed-in player (a guest, say)
+links an identity with LinkIdentity and keeps its player id, so its ratings, history and
+tournament entries stay its own; an identity belongs to one player (identity_linked_
+elsewhere), a player has at most one identity of each provider (provider_already_linked).
+UnlinkIdentity refuses to remove a player's last way in (last_way_in): an identity goes
+only while another identity or a device still signs the player in.
+
 The request and response of SignInGuest carry the service's name (the lobby has messages
 of the same name for its own guest sign-in, which it keeps answering).
 
@@ -35,11 +44,17 @@ malformed field; UNAUTHENTICATED device_secret_invalid for a known device withou
 secret, refresh_token_invalid for a refresh token that is unknown, expired or of an
 ended session, refresh_token_reused for one already spent (its session is ended now);
 FAILED_PRECONDITION no_session for SignOut with a token that names no session, and
-guest_already_moved (above).
+guest_already_moved, identity_linked_elsewhere, provider_already_linked and last_way_in
+(above); NOT_FOUND identity_not_linked for UnlinkIdentity of an identity the player lacks.
+An ID token refused answers UNAUTHENTICATED with the id_token_* reason saying why,
+INVALID_ARGUMENT unknown_identity_provider, or UNAVAILABLE identity_provider_unavailable
+(retry after RetryInfo).
 """
 
 import builtins
+import collections.abc
 import google.protobuf.descriptor
+import google.protobuf.internal.containers
 import google.protobuf.message
 import sys
 import typing
@@ -222,3 +237,181 @@ class SignOutEverywhereResponse(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["sessions_ended", b"sessions_ended"]) -> None: ...
 
 Global___SignOutEverywhereResponse: typing_extensions.TypeAlias = SignOutEverywhereResponse
+
+@typing.final
+class LinkedIdentity(google.protobuf.message.Message):
+    """An identity of an identity provider, linked to a player."""
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    PROVIDER_FIELD_NUMBER: builtins.int
+    SUBJECT_FIELD_NUMBER: builtins.int
+    EMAIL_FIELD_NUMBER: builtins.int
+    LINKED_AT_MS_FIELD_NUMBER: builtins.int
+    provider: builtins.str
+    """the provider's configured name ("google", "apple")"""
+    subject: builtins.str
+    """the provider's id of the person (the ID token's `sub`)"""
+    email: builtins.str
+    """the address the provider gave when linked (may be empty)"""
+    linked_at_ms: builtins.int
+    """the server's clock"""
+    def __init__(
+        self,
+        *,
+        provider: builtins.str = ...,
+        subject: builtins.str = ...,
+        email: builtins.str = ...,
+        linked_at_ms: builtins.int = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["email", b"email", "linked_at_ms", b"linked_at_ms", "provider", b"provider", "subject", b"subject"]) -> None: ...
+
+Global___LinkedIdentity: typing_extensions.TypeAlias = LinkedIdentity
+
+@typing.final
+class SignInWithIdTokenRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    PROVIDER_FIELD_NUMBER: builtins.int
+    ID_TOKEN_FIELD_NUMBER: builtins.int
+    DISPLAY_NAME_FIELD_NUMBER: builtins.int
+    provider: builtins.str
+    """The configured provider's name; empty: the provider whose issuer the token names."""
+    id_token: builtins.str
+    """the provider's ID token (a JWT, at most 16 KiB)"""
+    display_name: builtins.str
+    """Optional, a new player's name; without it the token's `name`, else "Player-xxxx"."""
+    def __init__(
+        self,
+        *,
+        provider: builtins.str = ...,
+        id_token: builtins.str = ...,
+        display_name: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["display_name", b"display_name", "id_token", b"id_token", "provider", b"provider"]) -> None: ...
+
+Global___SignInWithIdTokenRequest: typing_extensions.TypeAlias = SignInWithIdTokenRequest
+
+@typing.final
+class SignInWithIdTokenResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: builtins.int
+    DISPLAY_NAME_FIELD_NUMBER: builtins.int
+    CREATED_FIELD_NUMBER: builtins.int
+    TOKENS_FIELD_NUMBER: builtins.int
+    player_id: builtins.str
+    display_name: builtins.str
+    created: builtins.bool
+    """a new player (this identity's first sign-in)"""
+    @property
+    def tokens(self) -> Global___SessionTokens: ...
+    def __init__(
+        self,
+        *,
+        player_id: builtins.str = ...,
+        display_name: builtins.str = ...,
+        created: builtins.bool = ...,
+        tokens: Global___SessionTokens | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["tokens", b"tokens"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["created", b"created", "display_name", b"display_name", "player_id", b"player_id", "tokens", b"tokens"]) -> None: ...
+
+Global___SignInWithIdTokenResponse: typing_extensions.TypeAlias = SignInWithIdTokenResponse
+
+@typing.final
+class LinkIdentityRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    PROVIDER_FIELD_NUMBER: builtins.int
+    ID_TOKEN_FIELD_NUMBER: builtins.int
+    provider: builtins.str
+    """as in SignInWithIdTokenRequest"""
+    id_token: builtins.str
+    def __init__(
+        self,
+        *,
+        provider: builtins.str = ...,
+        id_token: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["id_token", b"id_token", "provider", b"provider"]) -> None: ...
+
+Global___LinkIdentityRequest: typing_extensions.TypeAlias = LinkIdentityRequest
+
+@typing.final
+class LinkIdentityResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    IDENTITY_FIELD_NUMBER: builtins.int
+    @property
+    def identity(self) -> Global___LinkedIdentity: ...
+    def __init__(
+        self,
+        *,
+        identity: Global___LinkedIdentity | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["identity", b"identity"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["identity", b"identity"]) -> None: ...
+
+Global___LinkIdentityResponse: typing_extensions.TypeAlias = LinkIdentityResponse
+
+@typing.final
+class UnlinkIdentityRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    PROVIDER_FIELD_NUMBER: builtins.int
+    SUBJECT_FIELD_NUMBER: builtins.int
+    provider: builtins.str
+    subject: builtins.str
+    """as ListIdentities gives it"""
+    def __init__(
+        self,
+        *,
+        provider: builtins.str = ...,
+        subject: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["provider", b"provider", "subject", b"subject"]) -> None: ...
+
+Global___UnlinkIdentityRequest: typing_extensions.TypeAlias = UnlinkIdentityRequest
+
+@typing.final
+class UnlinkIdentityResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+
+Global___UnlinkIdentityResponse: typing_extensions.TypeAlias = UnlinkIdentityResponse
+
+@typing.final
+class ListIdentitiesRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+
+Global___ListIdentitiesRequest: typing_extensions.TypeAlias = ListIdentitiesRequest
+
+@typing.final
+class ListIdentitiesResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    IDENTITIES_FIELD_NUMBER: builtins.int
+    DEVICES_FIELD_NUMBER: builtins.int
+    devices: builtins.int
+    """devices that sign the player in as a guest (device secret)"""
+    @property
+    def identities(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[Global___LinkedIdentity]:
+        """oldest first"""
+
+    def __init__(
+        self,
+        *,
+        identities: collections.abc.Iterable[Global___LinkedIdentity] | None = ...,
+        devices: builtins.int = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["devices", b"devices", "identities", b"identities"]) -> None: ...
+
+Global___ListIdentitiesResponse: typing_extensions.TypeAlias = ListIdentitiesResponse

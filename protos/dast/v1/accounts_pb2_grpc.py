@@ -54,6 +54,26 @@ class AccountsServiceStub:
                 request_serializer=dast_dot_v1_dot_accounts__pb2.SignOutEverywhereRequest.SerializeToString,
                 response_deserializer=dast_dot_v1_dot_accounts__pb2.SignOutEverywhereResponse.FromString,
                 _registered_method=True)
+        self.SignInWithIdToken = channel.unary_unary(
+                '/dast.v1.AccountsService/SignInWithIdToken',
+                request_serializer=dast_dot_v1_dot_accounts__pb2.SignInWithIdTokenRequest.SerializeToString,
+                response_deserializer=dast_dot_v1_dot_accounts__pb2.SignInWithIdTokenResponse.FromString,
+                _registered_method=True)
+        self.LinkIdentity = channel.unary_unary(
+                '/dast.v1.AccountsService/LinkIdentity',
+                request_serializer=dast_dot_v1_dot_accounts__pb2.LinkIdentityRequest.SerializeToString,
+                response_deserializer=dast_dot_v1_dot_accounts__pb2.LinkIdentityResponse.FromString,
+                _registered_method=True)
+        self.UnlinkIdentity = channel.unary_unary(
+                '/dast.v1.AccountsService/UnlinkIdentity',
+                request_serializer=dast_dot_v1_dot_accounts__pb2.UnlinkIdentityRequest.SerializeToString,
+                response_deserializer=dast_dot_v1_dot_accounts__pb2.UnlinkIdentityResponse.FromString,
+                _registered_method=True)
+        self.ListIdentities = channel.unary_unary(
+                '/dast.v1.AccountsService/ListIdentities',
+                request_serializer=dast_dot_v1_dot_accounts__pb2.ListIdentitiesRequest.SerializeToString,
+                response_deserializer=dast_dot_v1_dot_accounts__pb2.ListIdentitiesResponse.FromString,
+                _registered_method=True)
 
 
 class AccountsServiceServicer:
@@ -88,6 +108,36 @@ class AccountsServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SignInWithIdToken(self, request, context):
+        """Sign in with an ID token of a configured identity provider: the first time, a new
+        player; afterwards (from any device), the player that identity is linked to.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LinkIdentity(self, request, context):
+        """Link an identity to the caller's player (a guest keeps its player id, and with it its
+        ratings, history and tournament entries).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnlinkIdentity(self, request, context):
+        """Remove an identity from the caller's player, unless it is the player's last way in.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListIdentities(self, request, context):
+        """The identities linked to the caller's player, and whether a device signs it in.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AccountsServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -110,6 +160,26 @@ def add_AccountsServiceServicer_to_server(servicer, server):
                     servicer.SignOutEverywhere,
                     request_deserializer=dast_dot_v1_dot_accounts__pb2.SignOutEverywhereRequest.FromString,
                     response_serializer=dast_dot_v1_dot_accounts__pb2.SignOutEverywhereResponse.SerializeToString,
+            ),
+            'SignInWithIdToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.SignInWithIdToken,
+                    request_deserializer=dast_dot_v1_dot_accounts__pb2.SignInWithIdTokenRequest.FromString,
+                    response_serializer=dast_dot_v1_dot_accounts__pb2.SignInWithIdTokenResponse.SerializeToString,
+            ),
+            'LinkIdentity': grpc.unary_unary_rpc_method_handler(
+                    servicer.LinkIdentity,
+                    request_deserializer=dast_dot_v1_dot_accounts__pb2.LinkIdentityRequest.FromString,
+                    response_serializer=dast_dot_v1_dot_accounts__pb2.LinkIdentityResponse.SerializeToString,
+            ),
+            'UnlinkIdentity': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnlinkIdentity,
+                    request_deserializer=dast_dot_v1_dot_accounts__pb2.UnlinkIdentityRequest.FromString,
+                    response_serializer=dast_dot_v1_dot_accounts__pb2.UnlinkIdentityResponse.SerializeToString,
+            ),
+            'ListIdentities': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListIdentities,
+                    request_deserializer=dast_dot_v1_dot_accounts__pb2.ListIdentitiesRequest.FromString,
+                    response_serializer=dast_dot_v1_dot_accounts__pb2.ListIdentitiesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -220,6 +290,114 @@ class AccountsService:
             '/dast.v1.AccountsService/SignOutEverywhere',
             dast_dot_v1_dot_accounts__pb2.SignOutEverywhereRequest.SerializeToString,
             dast_dot_v1_dot_accounts__pb2.SignOutEverywhereResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SignInWithIdToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dast.v1.AccountsService/SignInWithIdToken',
+            dast_dot_v1_dot_accounts__pb2.SignInWithIdTokenRequest.SerializeToString,
+            dast_dot_v1_dot_accounts__pb2.SignInWithIdTokenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LinkIdentity(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dast.v1.AccountsService/LinkIdentity',
+            dast_dot_v1_dot_accounts__pb2.LinkIdentityRequest.SerializeToString,
+            dast_dot_v1_dot_accounts__pb2.LinkIdentityResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnlinkIdentity(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dast.v1.AccountsService/UnlinkIdentity',
+            dast_dot_v1_dot_accounts__pb2.UnlinkIdentityRequest.SerializeToString,
+            dast_dot_v1_dot_accounts__pb2.UnlinkIdentityResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListIdentities(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dast.v1.AccountsService/ListIdentities',
+            dast_dot_v1_dot_accounts__pb2.ListIdentitiesRequest.SerializeToString,
+            dast_dot_v1_dot_accounts__pb2.ListIdentitiesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -26,6 +26,15 @@ If the reply to a device's first sign-in is lost, that device id is used up (its
 was in the reply): the app makes a new device id and signs in again, losing nothing (the
 player was new).
 
+Identities. SignInWithIdToken signs in with an ID token of an identity provider the
+operator configured (docs/accounts.md): its first sign-in creates a player, and every
+later one, from any device, reaches the same player. A signed-in player (a guest, say)
+links an identity with LinkIdentity and keeps its player id, so its ratings, history and
+tournament entries stay its own; an identity belongs to one player (identity_linked_
+elsewhere), a player has at most one identity of each provider (provider_already_linked).
+UnlinkIdentity refuses to remove a player's last way in (last_way_in): an identity goes
+only while another identity or a device still signs the player in.
+
 The request and response of SignInGuest carry the service's name (the lobby has messages
 of the same name for its own guest sign-in, which it keeps answering).
 
@@ -35,7 +44,11 @@ malformed field; UNAUTHENTICATED device_secret_invalid for a known device withou
 secret, refresh_token_invalid for a refresh token that is unknown, expired or of an
 ended session, refresh_token_reused for one already spent (its session is ended now);
 FAILED_PRECONDITION no_session for SignOut with a token that names no session, and
-guest_already_moved (above).
+guest_already_moved, identity_linked_elsewhere, provider_already_linked and last_way_in
+(above); NOT_FOUND identity_not_linked for UnlinkIdentity of an identity the player lacks.
+An ID token refused answers UNAUTHENTICATED with the id_token_* reason saying why,
+INVALID_ARGUMENT unknown_identity_provider, or UNAVAILABLE identity_provider_unavailable
+(retry after RetryInfo).
 """
 
 import abc
@@ -124,7 +137,71 @@ _AccountsServiceSignOutEverywhereType = typing_extensions.TypeVar(
     ],
 )
 
-class AccountsServiceStub(typing.Generic[_AccountsServiceSignInGuestType, _AccountsServiceRefreshType, _AccountsServiceSignOutType, _AccountsServiceSignOutEverywhereType]):
+_AccountsServiceSignInWithIdTokenType = typing_extensions.TypeVar(
+    '_AccountsServiceSignInWithIdTokenType',
+    grpc.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.SignInWithIdTokenRequest,
+        dast.v1.accounts_pb2.SignInWithIdTokenResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.SignInWithIdTokenRequest,
+        dast.v1.accounts_pb2.SignInWithIdTokenResponse,
+    ],
+    default=grpc.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.SignInWithIdTokenRequest,
+        dast.v1.accounts_pb2.SignInWithIdTokenResponse,
+    ],
+)
+
+_AccountsServiceLinkIdentityType = typing_extensions.TypeVar(
+    '_AccountsServiceLinkIdentityType',
+    grpc.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.LinkIdentityRequest,
+        dast.v1.accounts_pb2.LinkIdentityResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.LinkIdentityRequest,
+        dast.v1.accounts_pb2.LinkIdentityResponse,
+    ],
+    default=grpc.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.LinkIdentityRequest,
+        dast.v1.accounts_pb2.LinkIdentityResponse,
+    ],
+)
+
+_AccountsServiceUnlinkIdentityType = typing_extensions.TypeVar(
+    '_AccountsServiceUnlinkIdentityType',
+    grpc.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.UnlinkIdentityRequest,
+        dast.v1.accounts_pb2.UnlinkIdentityResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.UnlinkIdentityRequest,
+        dast.v1.accounts_pb2.UnlinkIdentityResponse,
+    ],
+    default=grpc.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.UnlinkIdentityRequest,
+        dast.v1.accounts_pb2.UnlinkIdentityResponse,
+    ],
+)
+
+_AccountsServiceListIdentitiesType = typing_extensions.TypeVar(
+    '_AccountsServiceListIdentitiesType',
+    grpc.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.ListIdentitiesRequest,
+        dast.v1.accounts_pb2.ListIdentitiesResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.ListIdentitiesRequest,
+        dast.v1.accounts_pb2.ListIdentitiesResponse,
+    ],
+    default=grpc.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.ListIdentitiesRequest,
+        dast.v1.accounts_pb2.ListIdentitiesResponse,
+    ],
+)
+
+class AccountsServiceStub(typing.Generic[_AccountsServiceSignInGuestType, _AccountsServiceRefreshType, _AccountsServiceSignOutType, _AccountsServiceSignOutEverywhereType, _AccountsServiceSignInWithIdTokenType, _AccountsServiceLinkIdentityType, _AccountsServiceUnlinkIdentityType, _AccountsServiceListIdentitiesType]):
     @typing.overload
     def __init__(self: AccountsServiceStub[
         grpc.UnaryUnaryMultiCallable[
@@ -142,6 +219,22 @@ class AccountsServiceStub(typing.Generic[_AccountsServiceSignInGuestType, _Accou
         grpc.UnaryUnaryMultiCallable[
             dast.v1.accounts_pb2.SignOutEverywhereRequest,
             dast.v1.accounts_pb2.SignOutEverywhereResponse,
+        ],
+        grpc.UnaryUnaryMultiCallable[
+            dast.v1.accounts_pb2.SignInWithIdTokenRequest,
+            dast.v1.accounts_pb2.SignInWithIdTokenResponse,
+        ],
+        grpc.UnaryUnaryMultiCallable[
+            dast.v1.accounts_pb2.LinkIdentityRequest,
+            dast.v1.accounts_pb2.LinkIdentityResponse,
+        ],
+        grpc.UnaryUnaryMultiCallable[
+            dast.v1.accounts_pb2.UnlinkIdentityRequest,
+            dast.v1.accounts_pb2.UnlinkIdentityResponse,
+        ],
+        grpc.UnaryUnaryMultiCallable[
+            dast.v1.accounts_pb2.ListIdentitiesRequest,
+            dast.v1.accounts_pb2.ListIdentitiesResponse,
         ],
     ], channel: grpc.Channel) -> None: ...
 
@@ -163,6 +256,22 @@ class AccountsServiceStub(typing.Generic[_AccountsServiceSignInGuestType, _Accou
             dast.v1.accounts_pb2.SignOutEverywhereRequest,
             dast.v1.accounts_pb2.SignOutEverywhereResponse,
         ],
+        grpc.aio.UnaryUnaryMultiCallable[
+            dast.v1.accounts_pb2.SignInWithIdTokenRequest,
+            dast.v1.accounts_pb2.SignInWithIdTokenResponse,
+        ],
+        grpc.aio.UnaryUnaryMultiCallable[
+            dast.v1.accounts_pb2.LinkIdentityRequest,
+            dast.v1.accounts_pb2.LinkIdentityResponse,
+        ],
+        grpc.aio.UnaryUnaryMultiCallable[
+            dast.v1.accounts_pb2.UnlinkIdentityRequest,
+            dast.v1.accounts_pb2.UnlinkIdentityResponse,
+        ],
+        grpc.aio.UnaryUnaryMultiCallable[
+            dast.v1.accounts_pb2.ListIdentitiesRequest,
+            dast.v1.accounts_pb2.ListIdentitiesResponse,
+        ],
     ], channel: grpc.aio.Channel) -> None: ...
 
     SignInGuest: _AccountsServiceSignInGuestType
@@ -178,6 +287,22 @@ class AccountsServiceStub(typing.Generic[_AccountsServiceSignInGuestType, _Accou
 
     SignOutEverywhere: _AccountsServiceSignOutEverywhereType
     """End every session of the caller's player, on every device."""
+
+    SignInWithIdToken: _AccountsServiceSignInWithIdTokenType
+    """Sign in with an ID token of a configured identity provider: the first time, a new
+    player; afterwards (from any device), the player that identity is linked to.
+    """
+
+    LinkIdentity: _AccountsServiceLinkIdentityType
+    """Link an identity to the caller's player (a guest keeps its player id, and with it its
+    ratings, history and tournament entries).
+    """
+
+    UnlinkIdentity: _AccountsServiceUnlinkIdentityType
+    """Remove an identity from the caller's player, unless it is the player's last way in."""
+
+    ListIdentities: _AccountsServiceListIdentitiesType
+    """The identities linked to the caller's player, and whether a device signs it in."""
 
 AccountsServiceAsyncStub: typing_extensions.TypeAlias = AccountsServiceStub[
     grpc.aio.UnaryUnaryMultiCallable[
@@ -195,6 +320,22 @@ AccountsServiceAsyncStub: typing_extensions.TypeAlias = AccountsServiceStub[
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.accounts_pb2.SignOutEverywhereRequest,
         dast.v1.accounts_pb2.SignOutEverywhereResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.SignInWithIdTokenRequest,
+        dast.v1.accounts_pb2.SignInWithIdTokenResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.LinkIdentityRequest,
+        dast.v1.accounts_pb2.LinkIdentityResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.UnlinkIdentityRequest,
+        dast.v1.accounts_pb2.UnlinkIdentityResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.ListIdentitiesRequest,
+        dast.v1.accounts_pb2.ListIdentitiesResponse,
     ],
 ]
 
@@ -232,5 +373,41 @@ class AccountsServiceServicer(metaclass=abc.ABCMeta):
         context: _ServicerContext,
     ) -> typing.Union[dast.v1.accounts_pb2.SignOutEverywhereResponse, collections.abc.Awaitable[dast.v1.accounts_pb2.SignOutEverywhereResponse]]:
         """End every session of the caller's player, on every device."""
+
+    @abc.abstractmethod
+    def SignInWithIdToken(
+        self,
+        request: dast.v1.accounts_pb2.SignInWithIdTokenRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[dast.v1.accounts_pb2.SignInWithIdTokenResponse, collections.abc.Awaitable[dast.v1.accounts_pb2.SignInWithIdTokenResponse]]:
+        """Sign in with an ID token of a configured identity provider: the first time, a new
+        player; afterwards (from any device), the player that identity is linked to.
+        """
+
+    @abc.abstractmethod
+    def LinkIdentity(
+        self,
+        request: dast.v1.accounts_pb2.LinkIdentityRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[dast.v1.accounts_pb2.LinkIdentityResponse, collections.abc.Awaitable[dast.v1.accounts_pb2.LinkIdentityResponse]]:
+        """Link an identity to the caller's player (a guest keeps its player id, and with it its
+        ratings, history and tournament entries).
+        """
+
+    @abc.abstractmethod
+    def UnlinkIdentity(
+        self,
+        request: dast.v1.accounts_pb2.UnlinkIdentityRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[dast.v1.accounts_pb2.UnlinkIdentityResponse, collections.abc.Awaitable[dast.v1.accounts_pb2.UnlinkIdentityResponse]]:
+        """Remove an identity from the caller's player, unless it is the player's last way in."""
+
+    @abc.abstractmethod
+    def ListIdentities(
+        self,
+        request: dast.v1.accounts_pb2.ListIdentitiesRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[dast.v1.accounts_pb2.ListIdentitiesResponse, collections.abc.Awaitable[dast.v1.accounts_pb2.ListIdentitiesResponse]]:
+        """The identities linked to the caller's player, and whether a device signs it in."""
 
 def add_AccountsServiceServicer_to_server(servicer: AccountsServiceServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...

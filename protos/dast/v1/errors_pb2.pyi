@@ -126,21 +126,6 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     failing over). A command may or may not have been stored. The app: wait the RetryInfo
     delay and retry the same call; a command with the same command_id is applied once.
     """
-    ERROR_REASON_TOO_MANY_SPECTATORS: _ErrorReason.ValueType  # 22
-    """RESOURCE_EXHAUSTED: the match (or table) has as many spectators as this server admits (a
-    seat's own stream is never refused this way). The app: say the match is full of
-    spectators; retry after RetryInfo.
-    """
-    ERROR_REASON_ADDRESS_LIMITED: _ErrorReason.ValueType  # 23
-    """RESOURCE_EXHAUSTED: your network address holds its share of this server's streams or
-    calls in progress (shared by everyone behind that address). The app: cancel streams you
-    no longer read; retry after RetryInfo.
-    """
-    ERROR_REASON_SERVER_BUSY: _ErrorReason.ValueType  # 24
-    """RESOURCE_EXHAUSTED: the server holds all the streams, or handles all the calls, it
-    serves well. The app: retry after RetryInfo (a new connection may reach another
-    replica).
-    """
     ERROR_REASON_TABLE_NOT_FOUND: _ErrorReason.ValueType  # 100
     """---- The lobby (services/lobby/reasons.py LobbyReason) ----
     NOT_FOUND: no table has that id or invite code. The app: refresh the table list.
@@ -386,6 +371,57 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     service already, from another device id. The app: sign in from that device id (with its
     device secret).
     """
+    ERROR_REASON_IDENTITY_LINKED_ELSEWHERE: _ErrorReason.ValueType  # 905
+    """FAILED_PRECONDITION: the identity is linked to another player already. The app: sign
+    in with it (SignInWithIdToken) to reach that player, or unlink it there first.
+    """
+    ERROR_REASON_PROVIDER_ALREADY_LINKED: _ErrorReason.ValueType  # 906
+    """FAILED_PRECONDITION: the player has another identity of that provider linked. The app:
+    unlink that one first (UnlinkIdentity).
+    """
+    ERROR_REASON_IDENTITY_NOT_LINKED: _ErrorReason.ValueType  # 907
+    """NOT_FOUND: the player has no such identity linked. The app: refresh the list
+    (ListIdentities).
+    """
+    ERROR_REASON_LAST_WAY_IN: _ErrorReason.ValueType  # 908
+    """FAILED_PRECONDITION: the identity is the player's last way in (no other identity, no
+    device). The app: link another identity first.
+    """
+    ERROR_REASON_ID_TOKEN_INVALID: _ErrorReason.ValueType  # 920
+    """---- Sign-in with OpenID Connect (services/accounts/oidc.py OidcReason) ----
+    UNAUTHENTICATED: not a well-formed ID token with a good signature. The app: get a new ID
+    token from the provider and retry; report it if it recurs.
+    """
+    ERROR_REASON_ID_TOKEN_EXPIRED: _ErrorReason.ValueType  # 921
+    """UNAUTHENTICATED: the ID token has expired. The app: get a fresh ID token and retry."""
+    ERROR_REASON_ID_TOKEN_NOT_YET_VALID: _ErrorReason.ValueType  # 922
+    """UNAUTHENTICATED: the ID token is not valid yet (nbf or iat in the future). The app: ask
+    the user to check the device's clock.
+    """
+    ERROR_REASON_ID_TOKEN_WRONG_AUDIENCE: _ErrorReason.ValueType  # 923
+    """UNAUTHENTICATED: the ID token was issued to another app (aud). The app: a configuration
+    bug: use the client id the server is configured with.
+    """
+    ERROR_REASON_ID_TOKEN_WRONG_ISSUER: _ErrorReason.ValueType  # 924
+    """UNAUTHENTICATED: the ID token's issuer is not the named provider's. The app: name the
+    provider that issued the token.
+    """
+    ERROR_REASON_ID_TOKEN_UNKNOWN_KEY: _ErrorReason.ValueType  # 925
+    """UNAUTHENTICATED: the ID token names none of the provider's keys. The app: get a new ID
+    token and retry.
+    """
+    ERROR_REASON_ID_TOKEN_ALGORITHM_REFUSED: _ErrorReason.ValueType  # 926
+    """UNAUTHENTICATED: the ID token is signed with an algorithm the provider does not use.
+    The app: send the provider's token as issued.
+    """
+    ERROR_REASON_IDENTITY_PROVIDER_UNAVAILABLE: _ErrorReason.ValueType  # 927
+    """UNAVAILABLE: the provider's keys could not be fetched just now. The app: retry after the
+    RetryInfo delay.
+    """
+    ERROR_REASON_UNKNOWN_IDENTITY_PROVIDER: _ErrorReason.ValueType  # 928
+    """INVALID_ARGUMENT: no identity provider of that name (or issuer) is configured on this
+    server. The app: offer only the providers the server accepts.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper): ...
 
@@ -473,21 +509,6 @@ ERROR_REASON_STORE_UNAVAILABLE: ErrorReason.ValueType  # 21
 """UNAVAILABLE: the database behind the service was unreachable for a moment (restarting,
 failing over). A command may or may not have been stored. The app: wait the RetryInfo
 delay and retry the same call; a command with the same command_id is applied once.
-"""
-ERROR_REASON_TOO_MANY_SPECTATORS: ErrorReason.ValueType  # 22
-"""RESOURCE_EXHAUSTED: the match (or table) has as many spectators as this server admits (a
-seat's own stream is never refused this way). The app: say the match is full of
-spectators; retry after RetryInfo.
-"""
-ERROR_REASON_ADDRESS_LIMITED: ErrorReason.ValueType  # 23
-"""RESOURCE_EXHAUSTED: your network address holds its share of this server's streams or
-calls in progress (shared by everyone behind that address). The app: cancel streams you
-no longer read; retry after RetryInfo.
-"""
-ERROR_REASON_SERVER_BUSY: ErrorReason.ValueType  # 24
-"""RESOURCE_EXHAUSTED: the server holds all the streams, or handles all the calls, it
-serves well. The app: retry after RetryInfo (a new connection may reach another
-replica).
 """
 ERROR_REASON_TABLE_NOT_FOUND: ErrorReason.ValueType  # 100
 """---- The lobby (services/lobby/reasons.py LobbyReason) ----
@@ -733,5 +754,56 @@ ERROR_REASON_GUEST_ALREADY_MOVED: ErrorReason.ValueType  # 904
 """FAILED_PRECONDITION: the lobby guest the call's token names moved to the accounts
 service already, from another device id. The app: sign in from that device id (with its
 device secret).
+"""
+ERROR_REASON_IDENTITY_LINKED_ELSEWHERE: ErrorReason.ValueType  # 905
+"""FAILED_PRECONDITION: the identity is linked to another player already. The app: sign
+in with it (SignInWithIdToken) to reach that player, or unlink it there first.
+"""
+ERROR_REASON_PROVIDER_ALREADY_LINKED: ErrorReason.ValueType  # 906
+"""FAILED_PRECONDITION: the player has another identity of that provider linked. The app:
+unlink that one first (UnlinkIdentity).
+"""
+ERROR_REASON_IDENTITY_NOT_LINKED: ErrorReason.ValueType  # 907
+"""NOT_FOUND: the player has no such identity linked. The app: refresh the list
+(ListIdentities).
+"""
+ERROR_REASON_LAST_WAY_IN: ErrorReason.ValueType  # 908
+"""FAILED_PRECONDITION: the identity is the player's last way in (no other identity, no
+device). The app: link another identity first.
+"""
+ERROR_REASON_ID_TOKEN_INVALID: ErrorReason.ValueType  # 920
+"""---- Sign-in with OpenID Connect (services/accounts/oidc.py OidcReason) ----
+UNAUTHENTICATED: not a well-formed ID token with a good signature. The app: get a new ID
+token from the provider and retry; report it if it recurs.
+"""
+ERROR_REASON_ID_TOKEN_EXPIRED: ErrorReason.ValueType  # 921
+"""UNAUTHENTICATED: the ID token has expired. The app: get a fresh ID token and retry."""
+ERROR_REASON_ID_TOKEN_NOT_YET_VALID: ErrorReason.ValueType  # 922
+"""UNAUTHENTICATED: the ID token is not valid yet (nbf or iat in the future). The app: ask
+the user to check the device's clock.
+"""
+ERROR_REASON_ID_TOKEN_WRONG_AUDIENCE: ErrorReason.ValueType  # 923
+"""UNAUTHENTICATED: the ID token was issued to another app (aud). The app: a configuration
+bug: use the client id the server is configured with.
+"""
+ERROR_REASON_ID_TOKEN_WRONG_ISSUER: ErrorReason.ValueType  # 924
+"""UNAUTHENTICATED: the ID token's issuer is not the named provider's. The app: name the
+provider that issued the token.
+"""
+ERROR_REASON_ID_TOKEN_UNKNOWN_KEY: ErrorReason.ValueType  # 925
+"""UNAUTHENTICATED: the ID token names none of the provider's keys. The app: get a new ID
+token and retry.
+"""
+ERROR_REASON_ID_TOKEN_ALGORITHM_REFUSED: ErrorReason.ValueType  # 926
+"""UNAUTHENTICATED: the ID token is signed with an algorithm the provider does not use.
+The app: send the provider's token as issued.
+"""
+ERROR_REASON_IDENTITY_PROVIDER_UNAVAILABLE: ErrorReason.ValueType  # 927
+"""UNAVAILABLE: the provider's keys could not be fetched just now. The app: retry after the
+RetryInfo delay.
+"""
+ERROR_REASON_UNKNOWN_IDENTITY_PROVIDER: ErrorReason.ValueType  # 928
+"""INVALID_ARGUMENT: no identity provider of that name (or issuer) is configured on this
+server. The app: offer only the providers the server accepts.
 """
 Global___ErrorReason: typing_extensions.TypeAlias = ErrorReason

@@ -36,7 +36,8 @@ def test_upgrade_from_a_clean_database_creates_the_tables(pg_url: str) -> None:
     assert _revision_and_tables(pg_url) == (
         HEAD,
         {"alembic_version", "games", "events", "commands", "accounts_players",
-         "accounts_devices", "accounts_sessions", "accounts_refresh_tokens"},
+         "accounts_devices", "accounts_sessions", "accounts_refresh_tokens",
+         "accounts_identities"},
     )
 
 
@@ -63,7 +64,7 @@ def test_replicas_migrating_at_once_do_not_collide(pg_url: str) -> None:
 
 
 def test_migrations_match_the_models(pg_url: str) -> None:
-    # models.py (and the accounts service's models, revision 0005) and versions/ describe
+    # models.py (and the accounts service's models, revisions 0005 and 0006) and versions/ describe
     # the same schema: autogenerate finds nothing to do.
     upgrade_database(pg_url)
     ours = MetaData()
