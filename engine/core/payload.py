@@ -57,7 +57,8 @@ def unpack(packed: any_pb2.Any, message_type: type[M]) -> M:
         when its bytes do not parse.
     """
     if not packed.Is(message_type.DESCRIPTOR):
-        raise InvalidCommand(Code.WRONG_GAME, f"{packed.type_url[:128]!r} is not a "
+        # The type_url is the caller's: the message names what was expected only.
+        raise InvalidCommand(Code.WRONG_GAME, "the packed message is not a "
                              f"{message_type.DESCRIPTOR.full_name}")
     message = message_type()
     try:

@@ -40,8 +40,10 @@ class Outcome(StrEnum):
 
 
 def _seal_finding(problem: SealProblem, seal: log_pb2.LogSeal | None,
-                  entries: Sequence[log_pb2.LogEntry], trusted_key_name: str) -> Finding:
-    """A seal problem in plain words."""
+                  entries: Sequence[log_pb2.LogEntry], trusted_key: bytes | None,
+                  trusted_key_name: str) -> Finding:
+    """A seal problem in plain words (``trusted_key``: the key the seal had to be made
+    with, for an untrusted one)."""
     code = str(problem)
     if problem is SealProblem.MISSING or seal is None:
         return Finding(Check.SEAL, code, "the log carries no seal: nobody vouches for it")
@@ -70,8 +72,13 @@ def _seal_finding(problem: SealProblem, seal: log_pb2.LogSeal | None,
         )
     return Finding(
         Check.SEAL, code, f"the seal was made with another key than {trusted_key_name}",
-        found=f"key {base64.b64encode(seal.public_key).decode()}",
+        expected=f"key {_key_text(trusted_key)}", found=f"key {_key_text(seal.public_key)}",
     )
+
+
+def _key_text(key: bytes | None) -> str:
+    """A public key as ``dast signing-key`` prints it (base64)."""
+    return base64.b64encode(key).decode() if key else "(none)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +154,7 @@ def verify_export(
     else:
         problem = verify_seal(seal, trusted_key)
     if problem is not None:
-        findings.append(_seal_finding(problem, seal, entries, trusted_key_name))
+        findings.append(_seal_finding(problem, seal, entries, trusted_key, trusted_key_name))
         outcomes[Check.SEAL] = Outcome.FAILED
     else:
         outcomes[Check.SEAL] = Outcome.SKIPPED if seal is None else Outcome.PASSED

@@ -31,6 +31,7 @@ from services.game.repository import GameRepository
 from services.platform.auth import current_identity
 from services.platform.errors import Reason, ServiceError
 from services.platform.keys import LogSigner
+from services.platform.validation import quoted_input
 
 SERVICE_NAME: Final[str] = audit_pb2.DESCRIPTOR.services_by_name["AuditService"].full_name
 TRUSTED_KEY_NAME: Final = "this server's signing key (GetSigningKey)"
@@ -69,7 +70,8 @@ class AuditService(audit_pb2_grpc.AuditServiceServicer):
         if not head.is_over:
             raise ServiceError(
                 grpc.StatusCode.FAILED_PRECONDITION, Reason.GAME_NOT_OVER,
-                f"game {head.game_id} is not over: its server seed is not revealed yet",
+                f"game {quoted_input(head.game_id)} is not over: its server seed is not "
+                "revealed yet",
             )
         receipts = receipts_of(request.receipts)
         loaded = await asyncio.to_thread(self.repository.store.load, head.game_id, 0)

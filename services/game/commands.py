@@ -35,6 +35,7 @@ from services.platform.bus import Bus, game_type_name
 from services.platform.errors import Reason, ServiceError
 from services.platform.models import SENDER_LENGTH
 from services.platform.store import ConcurrencyConflict
+from services.platform.validation import quoted_input
 
 _log = logging.getLogger(__name__)
 
@@ -80,19 +81,21 @@ def acting_seat(snapshot: GameSnapshot, identity: Identity, requested: int | Non
         if requested >= len(snapshot.players):
             raise ServiceError(
                 grpc.StatusCode.INVALID_ARGUMENT, Reason.INVALID_REQUEST,
-                f"game {snapshot.game_id} has no seat {requested}",
+                f"game {quoted_input(snapshot.game_id)} has no seat {requested}",
             )
         return requested
     own = snapshot.seat_of(identity.player_id)
     if own is None:
         raise ServiceError(
             grpc.StatusCode.PERMISSION_DENIED, Reason.NOT_SEATED,
-            f"player {identity.player_id} holds no seat in game {snapshot.game_id}",
+            f"player {quoted_input(identity.player_id)} holds no seat in game "
+            f"{quoted_input(snapshot.game_id)}",
         )
     if requested is not None and requested != own:
         raise ServiceError(
             grpc.StatusCode.PERMISSION_DENIED, Reason.NOT_YOUR_SEAT,
-            f"player {identity.player_id} holds seat {own}, not seat {requested}",
+            f"player {quoted_input(identity.player_id)} holds seat {own}, not seat "
+            f"{requested}",
         )
     return own
 
@@ -125,7 +128,8 @@ def _check_expected(snapshot: GameSnapshot, expected_seq: int | None) -> None:
     if expected_seq is not None and expected_seq != snapshot.seq:
         raise ServiceError(
             grpc.StatusCode.ABORTED, Reason.STALE_EXPECTED_SEQ,
-            f"game {snapshot.game_id} is at seq {snapshot.seq}, not {expected_seq}",
+            f"game {quoted_input(snapshot.game_id)} is at seq {snapshot.seq}, not "
+            f"{expected_seq}",
         )
 
 
@@ -215,7 +219,8 @@ class CommandHandler:
                 return Outcome(snapshot, seat, result.entries, result.duplicate)
         raise ServiceError(
             grpc.StatusCode.ABORTED, Reason.CONCURRENT_COMMAND,
-            f"another command on game {submission.game_id} won the race; reload and retry",
+            f"another command on game {quoted_input(submission.game_id)} won the race; "
+            "reload and retry",
         )
 
     def _decide(

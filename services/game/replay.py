@@ -32,6 +32,7 @@ from services.game.repository import GameRepository, GameSnapshot, snapshot_of
 from services.game.service import check_game_id
 from services.platform.auth import Identity, current_identity
 from services.platform.errors import Reason, ServiceError
+from services.platform.validation import quoted_input
 
 SERVICE_NAME: Final[str] = replay_pb2.DESCRIPTOR.services_by_name["ReplayService"].full_name
 DEFAULT_PAGE_FRAMES: Final = 32
@@ -63,7 +64,8 @@ def _invalid(message: str) -> ServiceError:
 
 def _not_your_seat(identity: Identity, seat: int) -> ServiceError:
     return ServiceError(grpc.StatusCode.PERMISSION_DENIED, Reason.NOT_YOUR_SEAT,
-                        f"{identity.role} {identity.player_id} may not replay seat {seat} "
+                        f"{identity.role} {quoted_input(identity.player_id)} may not replay "
+                        f"seat {seat} "
                         "of a match that is not over")
 
 
@@ -79,7 +81,7 @@ async def check_may_watch(
     if not await repository.spectators_allowed(head.game_id):
         raise ServiceError(
             grpc.StatusCode.PERMISSION_DENIED, Reason.SPECTATORS_NOT_ALLOWED,
-            f"the table of game {head.game_id} allows no spectators",
+            f"the table of game {quoted_input(head.game_id)} allows no spectators",
         )
 
 
@@ -117,7 +119,8 @@ def resolve_viewpoint(
         if not head.is_over:
             raise ServiceError(
                 grpc.StatusCode.FAILED_PRECONDITION, Reason.GAME_NOT_OVER,
-                f"game {head.game_id} is not over: nobody sees it from above until it ends",
+                f"game {quoted_input(head.game_id)} is not over: nobody sees it from above "
+                "until it ends",
             )
         return Viewpoint(_TABLE)
     seat = asked if asked is not None else own
@@ -126,7 +129,7 @@ def resolve_viewpoint(
     if not head.is_over and seat != own:
         raise _not_your_seat(identity, seat)
     if seat >= len(head.players):
-        raise _invalid(f"seat: game {head.game_id} has no seat {seat}")
+        raise _invalid(f"seat: game {quoted_input(head.game_id)} has no seat {seat}")
     return Viewpoint(_SEAT, seat)
 
 
@@ -196,7 +199,8 @@ class ReplayService(replay_pb2_grpc.ReplayServiceServicer):
         if seq > head.seq:
             raise ServiceError(
                 grpc.StatusCode.INVALID_ARGUMENT, Reason.INVALID_REQUEST,
-                f"seq: game {head.game_id} has {head.seq} events; seq must be 1 to "
+                f"seq: game {quoted_input(head.game_id)} has {head.seq} events; seq must be "
+                "1 to "
                 f"{head.seq} (0: the last)", metadata={"field": "seq"},
             )
         entries = await self._entries(head)

@@ -20,6 +20,7 @@ from engine.core.chain import GENESIS_HASH, log_chain_key
 from engine.core.protocol import Game
 from engine.registry import GAMES, game_of_event
 from services.platform.store import AppendResult, EventStore, GameNotFound, SubmitsWrites
+from services.platform.validation import quoted_input
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +67,7 @@ def snapshot_of(game_id: str, entries: Sequence[log_pb2.LogEntry]) -> GameSnapsh
     :raises GameNotFound: if the log is empty (a game that was never started).
     """
     if not entries:
-        raise GameNotFound(f"game {game_id} has no events")
+        raise GameNotFound(f"game {quoted_input(game_id)} has no events")
     game = game_of_event(entries[0].event)
     players = tuple(game.setup_of(entries[0].event).players)
     key = log_chain_key(entries[0].event)

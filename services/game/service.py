@@ -16,14 +16,14 @@ import re
 import secrets
 import time
 import uuid
-from collections.abc import AsyncGenerator, Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable
 from typing import Any, Final, NoReturn, TypeVar
 
 import grpc
 import structlog
 from google.protobuf.message import Message
 
-from dast.v1 import game_pb2, game_pb2_grpc, log_pb2
+from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, log_pb2
 from engine.core.chain import chain_log
 from engine.core.errors import RuleViolation
 from engine.core.fairness import SERVER_SEED_BYTES, commit
@@ -42,6 +42,7 @@ from services.platform.keys import LogSigner
 from services.platform.metrics import GameMetrics
 from services.platform.presence_kv import StreamPresence
 from services.platform.store import GameExists, GameNotFound
+from services.platform.validation import clean_display_name, quoted_input
 
 _GAME_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _log = structlog.get_logger(component="game")
@@ -65,6 +66,24 @@ def check_game_id(game_id: str) -> str:
     return game_id
 
 
+def seated_players(players: Iterable[common_pb2.Player]) -> list[common_pb2.Player]:
+    """The players of a new game as its log will name them: each display name cleaned by
+    the rules of every name others see (:func:`~services.platform.validation.clean_display_name`:
+    no control, bidi, zero-width or escape character), whoever creates the game.
+
+    :raises ServiceError: INVALID_ARGUMENT, reason ``invalid_display_name``, naming the
+        player's field (``players[2].display_name``).
+    """
+    seated = []
+    for index, player in enumerate(players):
+        cleaned = common_pb2.Player()
+        cleaned.CopyFrom(player)
+        cleaned.display_name = clean_display_name(
+            player.display_name, field=f"players[{index}].display_name")
+        seated.append(cleaned)
+    return seated
+
+
 def viewer_seat(snapshot: GameSnapshot, identity: Identity, requested: int | None) -> int | None:
     """The seat whose projection ``identity`` sees (None: the public, spectator one).
 
@@ -75,13 +94,13 @@ def viewer_seat(snapshot: GameSnapshot, identity: Identity, requested: int | Non
     """
     if identity.is_privileged:
         if requested is not None and requested >= len(snapshot.players):
-            raise _invalid(f"game {snapshot.game_id} has no seat {requested}")
+            raise _invalid(f"game {quoted_input(snapshot.game_id)} has no seat {requested}")
         return requested
     own = snapshot.seat_of(identity.player_id)
     if requested is not None and requested != own:
         raise ServiceError(
             grpc.StatusCode.PERMISSION_DENIED, Reason.NOT_YOUR_SEAT,
-            f"player {identity.player_id} may not see seat {requested}",
+            f"player {quoted_input(identity.player_id)} may not see seat {requested}",
         )
     return own
 
@@ -90,7 +109,7 @@ def _known(exc: Exception, game_id: str) -> Exception:
     """``exc``, with the store's GameNotFound as the NOT_FOUND it means to clients."""
     if isinstance(exc, GameNotFound):
         return ServiceError(
-            grpc.StatusCode.NOT_FOUND, Reason.GAME_NOT_FOUND, f"no game {game_id[:64]!r}"
+            grpc.StatusCode.NOT_FOUND, Reason.GAME_NOT_FOUND, f"no game {quoted_input(game_id)}"
         )
     return exc
 
@@ -264,7 +283,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         if not _GAME_ID.fullmatch(game_id):
             raise _invalid("game_id: 1 to 64 letters, digits, '-' or '_'")
         events = game.start(
-            rules, seed, list(request.players), at_ms=self._clock(),
+            rules, seed, seated_players(request.players), at_ms=self._clock(),
             server_seed_chosen=bool(request.server_seed),
         )
         entries = chain_log(events)
@@ -279,7 +298,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             # The id as the caller sent it, not the store's wording.
             raise ServiceError(
                 grpc.StatusCode.ALREADY_EXISTS, Reason.GAME_EXISTS,
-                f"game {request.game_id} exists",
+                f"game {quoted_input(request.game_id)} exists",
             ) from None
         await self.commands.published(snapshot, entries)
         self.metrics.child(self.metrics.appended, game.NAME).inc(len(entries))
@@ -430,7 +449,8 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         if not snapshot.is_over and identity.role is not Role.ADMIN:
             raise ServiceError(
                 grpc.StatusCode.FAILED_PRECONDITION, Reason.GAME_NOT_OVER,
-                f"game {snapshot.game_id} is not over; only admins export it now",
+                f"game {quoted_input(snapshot.game_id)} is not over; only admins export it "
+                "now",
             )
         entries = await self._load(snapshot.game_id)
         reply = game_pb2.ExportLogResponse(game_type=snapshot.game.GAME_TYPE, entries=entries)
@@ -458,7 +478,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         if not await self.repository.spectators_allowed(game_id):
             raise ServiceError(
                 grpc.StatusCode.PERMISSION_DENIED, Reason.SPECTATORS_NOT_ALLOWED,
-                f"the table of game {game_id} allows no spectators",
+                f"the table of game {quoted_input(game_id)} allows no spectators",
             )
 
     async def _load(self, game_id: str) -> list[log_pb2.LogEntry]:

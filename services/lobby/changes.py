@@ -18,6 +18,7 @@ from services.lobby.store import LobbyStore, StaleTable
 from services.lobby.tables import Change, Update
 from services.platform.clock import wall_clock_ms
 from services.platform.errors import ServiceError
+from services.platform.validation import quoted_input
 
 _ATTEMPTS = 8
 
@@ -107,4 +108,4 @@ class Tables:
             self._changed(saved, change.updates)
             return saved
         raise ServiceError(grpc.StatusCode.ABORTED, LobbyReason.CONCURRENT_CHANGE,
-                           f"table {table_id} keeps changing; retry")
+                           f"table {quoted_input(table_id)} keeps changing; retry")

@@ -29,7 +29,7 @@ from services.platform.bus import raise_if_cancelling
 from services.platform.channels import service_channel
 from services.platform.clock import wall_clock_ms
 from services.platform.errors import ServiceError, map_exception
-from services.platform.validation import check_id, clean_display_name
+from services.platform.validation import check_id, clean_display_name, quoted_input
 
 _log = structlog.get_logger(component="lobby")
 DEVICE_ID_CHARS: Final = (8, 128)
@@ -233,7 +233,8 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
                 tables.seat_of(found, player) is None
             ):
                 raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, LobbyReason.INVITE_REQUIRED,
-                                   f"table {table_id} is private: join with its invite code")
+                                   f"table {quoted_input(table_id)} is private: join with its "
+                                   "invite code")
         name = await asyncio.to_thread(self.tables.store.name_of, player)
         seat = request.seat if request.HasField("seat") else None
         joined = await self.tables.apply(
@@ -323,7 +324,8 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
                 return tables.Change(fresh)  # a concurrent start of the same version won
             if fresh.version != loaded.version:
                 raise ServiceError(grpc.StatusCode.ABORTED, LobbyReason.CONCURRENT_CHANGE,
-                                   f"table {table_id} changed while starting; retry")
+                                   f"table {quoted_input(table_id)} changed while starting; "
+                                   "retry")
             return starting(fresh, player, game_id)
 
         table = await self.tables.apply(table_id, commit)

@@ -39,6 +39,7 @@ from sqlmodel import Field, SQLModel
 from dast.v1 import lobby_pb2
 from services.lobby.tables import Update
 from services.platform.sql_engine import SqlTables, open_tables
+from services.platform.validation import quoted_input
 
 _TABLE_STATUSES_OPEN = (lobby_pb2.TABLE_STATUS_WAITING,)
 
@@ -159,7 +160,7 @@ class LobbyStore(SqlTables):
                 except IntegrityError:
                     continue  # another replica registered the device first: read theirs
                 return new_player_id, name
-        raise LobbyStoreError(f"cannot register device {device_id!r}")
+        raise LobbyStoreError(f"cannot register device {quoted_input(device_id)}")
 
     def name_of(self, player_id: str) -> str:
         """The display name of a guest (the player id itself for anyone else)."""
@@ -196,7 +197,8 @@ class LobbyStore(SqlTables):
                 .values(**self._columns(table))
             )
             if result.rowcount != 1:
-                raise StaleTable(f"table {table.table_id} changed since version {loaded_version}")
+                raise StaleTable(f"table {quoted_input(table.table_id)} changed since version "
+                                 f"{loaded_version}")
             self._record(db, table, updates, at_ms)
         return table
 

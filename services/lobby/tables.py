@@ -22,6 +22,7 @@ from engine.core.protocol import Game
 from engine.registry import DEFAULT_GAME_TYPE, GAMES
 from services.lobby.reasons import LobbyReason
 from services.platform.errors import ServiceError
+from services.platform.validation import quoted_input
 
 TARGET_SCORES: Final = frozenset({0, 3, 5, 7, 10})
 """docs/rules/hokm.md "What the app adds": 3 / 5 / 7 / 10 (0: the rules' default)."""
@@ -198,21 +199,23 @@ def _copy(table: lobby_pb2.Table) -> lobby_pb2.Table:
 
 def _require_waiting(table: lobby_pb2.Table) -> None:
     if table.status != lobby_pb2.TABLE_STATUS_WAITING:
-        raise _precondition(LobbyReason.TABLE_NOT_WAITING, f"table {table.table_id} is not waiting")
+        raise _precondition(LobbyReason.TABLE_NOT_WAITING,
+                            f"table {quoted_input(table.table_id)} is not waiting")
 
 
 def _empty_seat(table: lobby_pb2.Table, seat: int | None) -> int:
     if seat is not None:
         if seat >= len(table.seats):
             raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, LobbyReason.INVALID_REQUEST,
-                          f"table {table.table_id} has no seat {seat}")
+                          f"table {quoted_input(table.table_id)} has no seat {seat}")
         if table.seats[seat].player_id:
-            raise _precondition(LobbyReason.SEAT_TAKEN, f"seat {seat} of {table.table_id} is taken")
+            raise _precondition(LobbyReason.SEAT_TAKEN,
+                                f"seat {seat} of {quoted_input(table.table_id)} is taken")
         return seat
     for candidate in table.seats:
         if not candidate.player_id:
             return candidate.seat
-    raise _precondition(LobbyReason.TABLE_FULL, f"table {table.table_id} is full")
+    raise _precondition(LobbyReason.TABLE_FULL, f"table {quoted_input(table.table_id)} is full")
 
 
 def join(table: lobby_pb2.Table, player_id: str, name: str, seat: int | None) -> Change:
@@ -239,7 +242,8 @@ def choose_seat(table: lobby_pb2.Table, player_id: str, seat: int) -> Change:
     own = seat_of(table, player_id)
     if own is None:
         raise _precondition(LobbyReason.NOT_SEATED,
-                            f"{player_id} is not at table {table.table_id}")
+                            f"{quoted_input(player_id)} is not at table "
+                            f"{quoted_input(table.table_id)}")
     if own == seat:
         return Change(table)
     _require_waiting(table)
@@ -275,7 +279,7 @@ def _seat_bot(seat: lobby_pb2.Seat, level: int) -> None:
 def _require_host(table: lobby_pb2.Table, player_id: str) -> None:
     if table.host_id != player_id:
         raise _refuse(grpc.StatusCode.PERMISSION_DENIED, LobbyReason.NOT_HOST,
-                      f"only the host of table {table.table_id} may do this")
+                      f"only the host of table {quoted_input(table.table_id)} may do this")
 
 
 def leave(table: lobby_pb2.Table, player_id: str) -> Change:
@@ -286,7 +290,8 @@ def leave(table: lobby_pb2.Table, player_id: str) -> Change:
     own = seat_of(table, player_id)
     if own is None:
         raise _precondition(LobbyReason.NOT_SEATED,
-                            f"{player_id} is not at table {table.table_id}")
+                            f"{quoted_input(player_id)} is not at table "
+                            f"{quoted_input(table.table_id)}")
     if table.seats[own].left:
         return Change(table)
     changed = _copy(table)
@@ -349,14 +354,16 @@ def rematch(table: lobby_pb2.Table, player_id: str, game_id: str) -> Change:
     own = seat_of(table, player_id)
     if own is None or table.seats[own].left:
         raise _precondition(LobbyReason.NOT_SEATED,
-                            f"{player_id} is not at table {table.table_id}")
+                            f"{quoted_input(player_id)} is not at table "
+                            f"{quoted_input(table.table_id)}")
     if table.seats[own].taken_over_by_bot:
         raise _precondition(LobbyReason.NOT_SEATED,
-                            f"a bot held {player_id}'s seat at table {table.table_id} when the "
-                            "match ended; join the table again to take it back")
+                            f"a bot held the seat of {quoted_input(player_id)} at table "
+                            f"{quoted_input(table.table_id)} when the match ended; join the "
+                            "table again to take it back")
     if table.status != lobby_pb2.TABLE_STATUS_FINISHED:
         raise _precondition(LobbyReason.GAME_NOT_OVER,
-                            f"table {table.table_id} has no finished match")
+                            f"table {quoted_input(table.table_id)} has no finished match")
     changed = _copy(table)
     updates = []
     for seat in changed.seats:

@@ -38,6 +38,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from dast.v1 import log_pb2
 from engine.registry import GAMES
+from services.platform.validation import quoted_input
 
 LogEntry = log_pb2.LogEntry
 
@@ -81,7 +82,8 @@ def check_token(kind: str, value: str) -> str:
     :raises ValueError: if it is empty or holds a dot, a wildcard or whitespace.
     """
     if not _TOKEN.fullmatch(value):
-        raise ValueError(f"{kind} {value!r} must match {_TOKEN.pattern} to be a subject token")
+        raise ValueError(f"{kind} {quoted_input(value)} must match {_TOKEN.pattern} to be a "
+                         "subject token")
     return value
 
 

@@ -260,7 +260,7 @@ def command_key(command_id: str | None, sender: str | None) -> tuple[str, str] |
     if command_id is None:
         return None
     if not sender:
-        raise ValueError(f"command {command_id!r} names no sender")
+        raise ValueError(f"command {quoted(command_id)} names no sender")
     return sender, command_id
 
 
@@ -309,21 +309,31 @@ def check_continuation(
     """
     if key is None:
         if last_seq != 0:
-            raise ValueError(f"game {game_id}: continuing seq {last_seq} needs the chain key")
+            raise ValueError(f"game {quoted(game_id)}: continuing seq {last_seq} needs the "
+                             "chain key")
         key = log_chain_key(entries[0].event) if entries else b""
     prev_seq, prev_hash = last_seq, last_hash
     for index, entry in enumerate(entries):
         seq = entry.event.seq
         if index == 0 and seq <= last_seq:
             raise ConcurrencyConflict(
-                f"game {game_id}: seq {seq} is already taken (last seq is {last_seq})"
+                f"game {quoted(game_id)}: seq {seq} is already taken (last seq is {last_seq})"
             )
         if seq != prev_seq + 1:
-            raise InvalidEntries(f"game {game_id}: seq {seq} does not follow {prev_seq}")
+            raise InvalidEntries(f"game {quoted(game_id)}: seq {seq} does not follow {prev_seq}")
         expected = chain_hash(prev_hash, entry.event, key)
         if entry.hash != expected:
-            raise InvalidEntries(f"game {game_id}: hash of seq {seq} does not chain")
+            raise InvalidEntries(f"game {quoted(game_id)}: hash of seq {seq} does not chain")
         prev_seq, prev_hash = seq, expected
+
+
+def quoted(value: str) -> str:
+    """A caller's id as the store's messages quote it, which clients may read
+    (:func:`services.platform.validation.quoted_input`; imported on use, since the
+    validation module imports the errors module, which imports this one)."""
+    from services.platform.validation import quoted_input
+
+    return quoted_input(value)
 
 
 def copy_entries(entries: Sequence[LogEntry]) -> list[LogEntry]:
@@ -372,7 +382,7 @@ class MemoryEventStore:
     def _game(self, game_id: str) -> _MemoryGame:
         game = self._games.get(game_id)
         if game is None:
-            raise GameNotFound(f"no game {game_id}")
+            raise GameNotFound(f"no game {quoted(game_id)}")
         return game
 
     def create_game(
@@ -382,7 +392,7 @@ class MemoryEventStore:
         """See :meth:`EventStore.create_game`."""
         with self._lock:
             if game_id in self._games:
-                raise GameExists(f"game {game_id} exists")
+                raise GameExists(f"game {quoted(game_id)} exists")
             check_continuation(game_id, 0, GENESIS_HASH, entries)
             game = _MemoryGame(
                 game_type, copy_entries(entries), spectators_allowed=spectators_allowed,
@@ -409,7 +419,8 @@ class MemoryEventStore:
                 first, last = game.commands[command]
                 return AppendResult(copy_entries(game.entries[first - 1 : last]), duplicate=True)
             if not entries:
-                raise InvalidEntries(f"game {game_id}: a command must append at least one event")
+                raise InvalidEntries(f"game {quoted(game_id)}: a command must append at least "
+                                     "one event")
             check_continuation(game_id, game.last_seq, game.last_hash, entries, game.chain_key)
             if game.chain_key is None:
                 game.chain_key = log_chain_key(entries[0].event)

@@ -56,6 +56,7 @@ from services.platform.store import (
     Unrelayed,
     check_continuation,
     command_key,
+    quoted,
 )
 from services.platform.store_outbox_pg import PostgresOutbox
 from services.platform.store_sql_writes import Statements, append_write, create_write, entry_of
@@ -267,7 +268,7 @@ class SqlEventStore:
                 if earlier is None:
                     cursor.execute(self._sql.game_exists, (game_id,))
                     if cursor.fetchone() is None:
-                        raise GameNotFound(f"no game {game_id}")
+                        raise GameNotFound(f"no game {quoted(game_id)}")
                 raw.rollback()
                 return earlier
             finally:
@@ -290,7 +291,7 @@ class SqlEventStore:
             select(GAMES.c.game_type, GAMES.c.last_seq).where(GAMES.c.game_id == game_id)
         ).first()
         if head is None:
-            raise GameNotFound(f"no game {game_id}")
+            raise GameNotFound(f"no game {quoted(game_id)}")
         return head
 
     def load(self, game_id: str, after_seq: int = 0) -> list[LogEntry]:
@@ -316,7 +317,7 @@ class SqlEventStore:
                 select(GAMES.c.spectators_allowed).where(GAMES.c.game_id == game_id)
             ).scalar_one_or_none()
         if allowed is None:
-            raise GameNotFound(f"no game {game_id}")
+            raise GameNotFound(f"no game {quoted(game_id)}")
         return bool(allowed)
 
     def close(self) -> None:

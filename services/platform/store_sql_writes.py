@@ -26,6 +26,7 @@ from services.platform.store import (
     LogEntry,
     StoreError,
     check_continuation,
+    quoted,
 )
 from services.platform.store_writer import NOT_READ, Cursor, LostRace, Write
 
@@ -334,7 +335,7 @@ def create_write(
     def run(cursor: Cursor) -> None:
         cursor.execute(sql.game_exists, (game_id,))
         if cursor.fetchone() is not None:
-            raise GameExists(f"game {game_id} exists")
+            raise GameExists(f"game {quoted(game_id)} exists")
         cursor.execute(
             sql.insert_game,
             (game_id, game_type, len(entries), head, len(entries) if relayed else 0,
@@ -343,7 +344,7 @@ def create_write(
         _insert_events(cursor, sql, rows)
 
     def recover(_cursor: Cursor, violation: Exception) -> None:
-        raise GameExists(f"game {game_id} exists") from violation
+        raise GameExists(f"game {quoted(game_id)} exists") from violation
 
     return Write(run, recover, lock_key=game_id)
 
@@ -389,13 +390,14 @@ def append_write(
             cursor.execute(sql.head_and_command, (sender, command_id, game_id))
             head = cursor.fetchone()
         if head is None:
-            raise GameNotFound(f"no game {game_id}")
+            raise GameNotFound(f"no game {quoted(game_id)}")
         game_type, last_seq, last_hash, seen_first, seen_last = head
         if seen_first is not None:
             seen = sql.entries_between(cursor, game_id, seen_first - 1, seen_last)
             return AppendResult(seen, duplicate=True)
         if not entries:
-            raise InvalidEntries(f"game {game_id}: a command must append at least one event")
+            raise InvalidEntries(f"game {quoted(game_id)}: a command must append at least "
+                                 "one event")
         try:
             chain_key = (
                 None if last_seq == 0 else chain_keys.key_for(
@@ -432,7 +434,7 @@ def append_write(
                 cursor.execute(sql.insert_command, command)
             cursor.execute(sql.move_head_relayed if relayed else sql.move_head, move)
         if cursor.rowcount != 1:
-            raise LostRace(f"game {game_id}: the head moved past seq {last_seq}")
+            raise LostRace(f"game {quoted(game_id)}: the head moved past seq {last_seq}")
         return AppendResult(entries, duplicate=False)
 
     def recover(cursor: Cursor, violation: Exception) -> AppendResult:
@@ -442,7 +444,7 @@ def append_write(
             if earlier is not None:
                 return earlier
         raise ConcurrencyConflict(
-            f"game {game_id}: seq {entries[0].event.seq} is already taken"
+            f"game {quoted(game_id)}: seq {entries[0].event.seq} is already taken"
         ) from violation
 
     batch_key: AppendKey | None = (game_id, sender, command_id) if sql.batch_heads else None

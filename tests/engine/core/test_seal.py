@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from google.protobuf import json_format
 
 from dast.v1 import game_pb2, log_pb2
+from engine.core.audit import Check
 from engine.core.chain import chain_log
 from engine.core.logformat import (
     LogFormatError,
@@ -23,6 +24,7 @@ from engine.core.logformat import (
     load_receipts,
 )
 from engine.core.seal import SealProblem, seal_covers, seal_message, verify_seal
+from engine.core.verification import verify_export
 
 
 def _raw(key: Ed25519PrivateKey) -> bytes:
@@ -57,6 +59,20 @@ def test_a_seal_made_with_another_key_is_not_trusted() -> None:
     seal = _seal(Ed25519PrivateKey.generate(), "g1", ENTRIES[-1])
     trusted = _raw(Ed25519PrivateKey.generate())
     assert verify_seal(seal, trusted) is SealProblem.UNTRUSTED_KEY
+
+
+def test_an_untrusted_seal_names_both_keys() -> None:
+    # It once said "expected , found key …": the key it wanted was missing.
+    made_with, trusted = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
+    seal = _seal(made_with, "g1", ENTRIES[-1])
+    verification = verify_export(ENTRIES, seal, trusted_key=_raw(trusted),
+                                 trusted_key_name="the server's key", accept_unsealed=True)
+    (finding,) = [f for f in verification.findings if f.check is Check.SEAL]
+    assert finding.code == SealProblem.UNTRUSTED_KEY
+    assert finding.expected == f"key {base64.b64encode(_raw(trusted)).decode()}"
+    assert finding.found == f"key {base64.b64encode(_raw(made_with)).decode()}"
+    assert str(finding) == (f"the seal was made with another key than the server's key "
+                            f"(expected {finding.expected}, found {finding.found})")
 
 
 def test_a_seal_moved_to_another_game_seq_or_head_fails() -> None:

@@ -17,6 +17,7 @@ from services.platform import errors
 from services.platform.auth import Role
 from services.platform.errors import error_info_of, reason_of
 from services.platform.metrics import GameMetrics
+from services.platform.validation import quoted_input
 from tests.services.game.conftest import Embedded
 from tests.services.game.helpers import players
 from tests.services.game.test_errors import new_game
@@ -139,7 +140,7 @@ async def test_an_existing_game_id_is_already_exists_naming_the_requested_id(
     )))
     assert error.code() == grpc.StatusCode.ALREADY_EXISTS
     assert reason_of(error) == "game_exists"
-    assert error.details() == f"game {game_id} exists"
+    assert error.details() == f"game {quoted_input(game_id)} exists"  # a short prefix
 
 
 async def test_a_stream_the_client_cancels_tells_presence_it_closed(
