@@ -155,6 +155,15 @@ APPLICATION_NAME: Final = f"dast-scale-{os.getpid()}"
 from those of anything else using the server meanwhile."""
 
 
+CAPACITY_LIMITS: Final = {
+    "DAST_LIMIT_STREAMS_PER_PROCESS": "1000000", "DAST_LIMIT_SPECTATORS_PER_GAME": "1000000",
+    "DAST_LIMIT_SPECTATOR_SHARE": "1", "DAST_LIMIT_ADDRESS_SHARE": "1",
+    "DAST_LIMIT_CALLS_IN_FLIGHT": "1000000",
+}
+"""Settings of a replica measured for capacity: the process's stream, spectator and in-flight
+budgets out of reach (every client here is one address, and the streams watch one match)."""
+
+
 def _game_server(place: Place, nats_url: str, cpu: int | None = None) -> Server:
     database_url = place.database_url
     separator = "&" if "?" in database_url else "?"
@@ -163,7 +172,7 @@ def _game_server(place: Place, nats_url: str, cpu: int | None = None) -> Server:
         {"DAST_LISTEN": "127.0.0.1:0", "DAST_JWT_SECRET": SECRET, "DAST_LOG_LEVEL": "warning",
          "DAST_SIGNING_KEY": SIGNING_KEY, "DAST_SERVICES": "game", **place.env(),
          "DAST_DATABASE_URL": f"{database_url}{separator}application_name={APPLICATION_NAME}",
-         "DAST_NATS_URL": nats_url},
+         "DAST_NATS_URL": nats_url, **CAPACITY_LIMITS},
         cpu,
     )
 

@@ -128,6 +128,18 @@ GUIDANCE: dict[str, Guidance] = {
         "UNAVAILABLE", "the database behind the service was unreachable for a moment",
         "wait the `RetryInfo` delay and retry the same call (the same `command_id` applies "
         "a command once)"),
+    Reason.TOO_MANY_SPECTATORS: Guidance(
+        "RESOURCE_EXHAUSTED", "the match (or table) has as many spectators as this server "
+        "admits (a seat's own stream is never refused this way)",
+        "say the match is full of spectators; retry after `RetryInfo`"),
+    Reason.ADDRESS_LIMITED: Guidance(
+        "RESOURCE_EXHAUSTED", "your network address holds its share of this server's "
+        "streams or calls in progress (shared by everyone behind that address)",
+        "cancel streams you no longer read; retry after `RetryInfo`"),
+    Reason.SERVER_BUSY: Guidance(
+        "RESOURCE_EXHAUSTED", "the server holds all the streams, or handles all the calls, "
+        "it serves well",
+        "retry after `RetryInfo` (a new connection may reach another replica)"),
     # ---- services.lobby.reasons.LobbyReason (shared values are listed above) ----
     LobbyReason.TABLE_NOT_FOUND: Guidance("NOT_FOUND", "no table has that id or invite code",
                                           "refresh the table list"),

@@ -39,6 +39,7 @@ from services.platform.bus import Bus, InProcessBus
 from services.platform.clock import wall_clock_ms
 from services.platform.errors import Reason, ServiceError, abort_with, status_of
 from services.platform.keys import LogSigner
+from services.platform.limits import admit_spectator
 from services.platform.metrics import GameMetrics
 from services.platform.presence_kv import StreamPresence
 from services.platform.store import GameExists, GameNotFound
@@ -387,11 +388,15 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         self, request: game_pb2.SubscribeRequest, context: grpc.aio.ServicerContext
     ) -> AsyncGenerator[game_pb2.SubscribeResponse, None]:
         identity = current_identity()
-        snapshot = await self.repository.refresh(check_game_id(request.game_id))
-        seat = viewer_seat(
-            snapshot, identity, request.seat if request.HasField("seat") else None
-        )
-        await self._check_spectator(identity, snapshot.game_id, seat)
+        game_id = check_game_id(request.game_id)
+        # Who watches, and as whom, from the cached state (a match's seats are fixed when it
+        # is created), so that a spectator over the match's cap costs no store read.
+        seat = viewer_seat(await self.repository.get(game_id), identity,
+                           request.seat if request.HasField("seat") else None)
+        await self._check_spectator(identity, game_id, seat)
+        if seat is None:  # a spectator's stream: the match's and the process's share of them
+            admit_spectator(f"game:{game_id}")
+        snapshot = await self.repository.refresh(game_id)
         if snapshot.is_over and request.after_seq >= snapshot.seq:
             return
         # A seated player's stream: presence counts it, and it gives the seat back if a

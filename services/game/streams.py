@@ -45,6 +45,7 @@ from engine.core.protocol import Game
 from services.game.turns import NextToAct, fill_turn, next_to_act
 from services.platform.bus import Bus, LiveStream
 from services.platform.clock import wall_clock_ms
+from services.platform.limits import TokenBuckets, settle_stream
 from services.platform.store import EventStore
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,22 @@ POLL_SECONDS: Final = (0.2, 1.0, 3.0, 10.0)
 """Waits between store polls while the bus is silent (the last one repeats)."""
 WINDOW_ENTRIES: Final = 256
 """How many of a game's latest entries (and their redacted responses) a feed keeps."""
+REPLAY_CHUNK: Final = 64
+"""Entries a stream reads from the store at a time when it replays what the window no longer
+holds: a stream holds at most this many of its own, however long the log."""
+CATCH_UP_PER_SECOND: Final = 3_000
+"""Responses a process sends per second, all together, to streams catching up (more than
+:data:`LIVE_LAG` entries behind: replaying a log they missed), in bursts of as many: a
+response costs the event loop some 40-100 µs (bench/limits.py), so a crowd opening streams
+from a long match's first event takes at most about a third of it, and every other call
+and live stream the rest. Live entries are never paced."""
+LIVE_LAG: Final = 16
+"""How far behind the newest entry a stream is still live (a reconnect after a few
+seconds away is not paced)."""
+REPLAYS_AT_ONCE: Final = 8
+"""Store reads of streams replaying that a process runs at once: each copies the log's tail
+before keeping its chunk, so a crowd opening streams from the first event (a spectator
+flood) costs the memory of a few copies at a time, not one per stream."""
 
 _Sent = TypeVar("_Sent")
 
@@ -333,6 +350,8 @@ class GameFeeds:
         self.poll_seconds = poll_seconds
         self.window_entries = window_entries
         self._feeds: dict[str, _Feed] = {}
+        self._replays = asyncio.Semaphore(REPLAYS_AT_ONCE)
+        self._catch_up = TokenBuckets(CATCH_UP_PER_SECOND, CATCH_UP_PER_SECOND)
 
     @property
     def open_games(self) -> int:
@@ -383,26 +402,36 @@ class GameFeeds:
         try:
             await feed.ready.wait()
             cursor = after_seq
-            stored = await asyncio.to_thread(self.store.load, game_id, cursor)
-            feed.absorb(stored)  # entries newer than the feed's: their turns get told
-            for entry in stored:
-                yield convert(entry, feed)
-                cursor = entry.event.seq
-                if game.revealed_seed(entry.event) is not None:
-                    return
+            # The window already holds what follows (a stream joining a live game): nothing
+            # to read. Otherwise the store's first chunk, then the window or more chunks.
+            if feed.after(cursor) is None or head_seq is None or feed.last < head_seq:
+                stored = await self._stored_after(game_id, cursor)
+                if len(stored) < REPLAY_CHUNK:  # up to the store's head
+                    feed.absorb(stored)  # entries newer than the feed's: their turns get told
+                newest = max(feed.last, head_seq or 0, stored[-1].event.seq if stored else 0)
+                for entry in stored:
+                    if newest - entry.event.seq >= LIVE_LAG:
+                        await self._pace()
+                    yield convert(entry, feed)
+                    cursor = entry.event.seq
+                    if game.revealed_seed(entry.event) is not None:
+                        return
             while True:
                 fresh = feed.after(cursor)
                 from_store = fresh is None
                 if fresh is None:  # behind the window: catch up from the store
-                    fresh = await asyncio.to_thread(self.store.load, game_id, cursor)
+                    fresh = await self._stored_after(game_id, cursor)
                 if not fresh:
                     if feed.ended:
                         return
+                    settle_stream()  # caught up: no longer opening (services.platform.limits)
                     await feed.changed()
                     continue
                 for entry in fresh:
                     if entry.event.seq != cursor + 1:
                         continue
+                    if feed.last - entry.event.seq >= LIVE_LAG:
+                        await self._pace()
                     yield convert(entry, feed)
                     cursor = entry.event.seq
                     # The feed found the final event once for all its streams.
@@ -415,6 +444,21 @@ class GameFeeds:
             if feed.streams == 0 and self._feeds.get(game_id) is feed:
                 del self._feeds[game_id]
                 feed.close()
+
+    async def _pace(self) -> None:
+        """Wait for the process's turn to send one catch-up response."""
+        while (wait := self._catch_up.take(None)) > 0:
+            await asyncio.sleep(wait)
+
+    async def _stored_after(self, game_id: str, cursor: int) -> list[log_pb2.LogEntry]:
+        """The store's next :data:`REPLAY_CHUNK` entries after ``cursor`` (at most
+        :data:`REPLAYS_AT_ONCE` such reads at once in the process)."""
+        async with self._replays:
+            return await asyncio.to_thread(self._chunk_after, game_id, cursor)
+
+    def _chunk_after(self, game_id: str, cursor: int) -> list[log_pb2.LogEntry]:
+        # In the store's thread: the rest of the copy is dropped before the stream sees it.
+        return self.store.load(game_id, cursor)[:REPLAY_CHUNK]
 
 
 async def log_after(

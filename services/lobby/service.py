@@ -29,6 +29,7 @@ from services.platform.bus import raise_if_cancelling
 from services.platform.channels import service_channel
 from services.platform.clock import wall_clock_ms
 from services.platform.errors import ServiceError, map_exception
+from services.platform.limits import admit_spectator
 from services.platform.validation import check_id, clean_display_name, quoted_input
 
 _log = structlog.get_logger(component="lobby")
@@ -367,6 +368,8 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
         wake = self.tables.watchers.register(table_id)
         try:
             table = await self.tables.get(table_id)
+            if tables.seat_of(table, player) is None:  # an onlooker: limited like spectators
+                admit_spectator(f"table:{table_id}")
             yield lobby_pb2.WatchTableResponse(update=lobby_pb2.TableUpdate(
                 kind=lobby_pb2.TABLE_UPDATE_KIND_SNAPSHOT, version=table.version,
                 at_ms=self._clock(), table=tables.for_viewer(table, player),

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.platform.limits import CallerLimits
+from services.platform.limits import CallerLimits, parse_networks
 from services.platform.nats_names import DEFAULT_DEPLOYMENT, NatsNames, deployment_problem
 from services.platform.published_secrets import is_published_secret
 
@@ -42,6 +42,10 @@ RETIRED_SETTINGS: Final = (
 )
 """Settings that named NATS streams one by one; ``DAST_DEPLOYMENT`` names them all now, and
 a process refuses to start with one of these rather than silently use other streams."""
+
+
+_LIMITS: Final = CallerLimits()
+"""The defaults of the ``DAST_LIMIT_*`` settings added with the process budgets."""
 
 
 class ConfigError(ValueError):
@@ -147,6 +151,21 @@ class Settings(BaseSettings):
     limit_service_call_burst: int = Field(default=20_000, ge=1)
     limit_sign_ins_per_minute_per_device: int = Field(default=10, ge=1)
     limit_sign_ins_per_minute_per_address: int = Field(default=60, ge=1)
+    limit_streams_per_process: int = Field(default=_LIMITS.streams_per_process, ge=1)
+    """Open streams of players and guests on one process, all together (limits.py and
+    docs/security.md "Limits per process and per address" say why this default)."""
+    limit_spectator_share: float = Field(default=_LIMITS.spectator_share, gt=0, le=1)
+    """Of those (and of an address's share), what spectators may hold; the rest stays for
+    players' own streams."""
+    limit_spectators_per_game: int = Field(default=_LIMITS.spectators_per_game, ge=1)
+    """Spectator streams of one match (or onlookers of one table) on one process."""
+    limit_calls_in_flight: int = Field(default=_LIMITS.calls_in_flight, ge=1)
+    """Unary calls of players and guests handled at once on one process."""
+    limit_address_share: float = Field(default=_LIMITS.address_share, gt=0, le=1)
+    """Of each process budget, what one client address may hold."""
+    trusted_proxies: str = ""
+    """Comma-separated networks (CIDR) of the proxies in front of the server whose
+    ``x-forwarded-for`` names the client address; empty: the peer address is the client's."""
 
     def store_url(self) -> str:
         """The event store URL, defaulting to a SQLite file under the data dir."""
@@ -164,7 +183,17 @@ class Settings(BaseSettings):
             service_call_burst=self.limit_service_call_burst,
             sign_ins_per_minute_per_device=self.limit_sign_ins_per_minute_per_device,
             sign_ins_per_minute_per_address=self.limit_sign_ins_per_minute_per_address,
+            streams_per_process=self.limit_streams_per_process,
+            spectator_share=self.limit_spectator_share,
+            spectators_per_game=self.limit_spectators_per_game,
+            calls_in_flight=self.limit_calls_in_flight,
+            address_share=self.limit_address_share,
+            trusted_proxies=self.proxy_networks(),
         )
+
+    def proxy_networks(self) -> tuple[str, ...]:
+        """The networks of ``DAST_TRUSTED_PROXIES``, one per entry."""
+        return tuple(part.strip() for part in self.trusted_proxies.split(",") if part.strip())
 
     def uses_dev_secret(self) -> bool:
         """Whether the JWT secret is the public development one."""
@@ -184,6 +213,12 @@ class Settings(BaseSettings):
         problem = deployment_problem(value)
         if problem is not None:
             raise ValueError(f"DAST_DEPLOYMENT {problem}")
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies_are_networks(cls, value: str) -> str:
+        parse_networks(part for part in value.split(",") if part.strip())
         return value
 
     @field_validator("jwt_secret")

@@ -88,6 +88,12 @@ class Reason(StrEnum):
     INTERNAL = "internal"
     STORE_UNAVAILABLE = "store_unavailable"
     """The database was unreachable for a moment (restart, fail-over): retry the same call."""
+    TOO_MANY_SPECTATORS = "too_many_spectators"
+    """The match (or table) has as many spectators as this server admits for one."""
+    ADDRESS_LIMITED = "address_limited"
+    """The caller's network address holds its share of this server's streams or calls."""
+    SERVER_BUSY = "server_busy"
+    """This server holds all the streams, or handles all the calls, it serves well."""
 
 
 class ServiceError(Exception):

@@ -12,7 +12,8 @@ Every call then passes the stages of :class:`DastInterceptor`, in this order:
 1. **authentication** (:class:`~services.platform.auth.TokenCheck`): no valid token,
    UNAUTHENTICATED, and nothing else is looked at;
 2. **limits** (:class:`~services.platform.limits.CallerLimiter`): over the caller's
-   limits, RESOURCE_EXHAUSTED with RetryInfo;
+   limits, its address's share or the process's budget of streams and calls in flight,
+   RESOURCE_EXHAUSTED with RetryInfo;
 3. **the request guard** (:class:`RequestGuard`): bytes that do not parse, or a field no
    service may receive (:func:`~services.platform.validation.request_problem`),
    INVALID_ARGUMENT; and any exception escaping the handler becomes INTERNAL with a
@@ -150,37 +151,66 @@ def _guarded(handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandl
     return handler  # client or bidirectional streaming: the dast API has none
 
 
+def _address(context: grpc.aio.ServicerContext, limiter: CallerLimiter) -> str:
+    """The client address of the call (:class:`~services.platform.limits.ClientAddress`)."""
+    return limiter.addresses.of(context.peer(), context.invocation_metadata)
+
+
 def _limited(
     handler: grpc.RpcMethodHandler, method: str, identity: Identity, limiter: CallerLimiter
 ) -> grpc.RpcMethodHandler:
-    """``handler`` admitting calls of ``identity`` within ``limiter``'s limits (stage 2)."""
+    """``handler`` admitting calls of ``identity`` within ``limiter``'s limits (stage 2):
+    its call rate, and for players the process's and their address's budgets of calls in
+    flight (a stream counts as one until it settles: its first response, or caught up)
+    and of streams."""
     if handler.unary_unary is not None:
         behavior = handler.unary_unary
+        if identity.is_privileged:
+
+            async def privileged(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                try:
+                    limiter.admit_call(identity, method)
+                except ServiceError as refused:
+                    await abort_with(context, refused)
+                return await behavior(request, context)
+
+            return handler._replace(unary_unary=privileged)
 
         async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            address = _address(context, limiter)
             try:
                 limiter.admit_call(identity, method)
+                limiter.enter_call(address)
             except ServiceError as refused:
                 await abort_with(context, refused)
-            return await behavior(request, context)
+            try:
+                return await behavior(request, context)
+            finally:
+                limiter.leave_call(address)
 
         return handler._replace(unary_unary=unary)
     if handler.unary_stream is not None:
         stream_behavior = handler.unary_stream
 
         async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            counted = False
+            ticket = None
             try:
                 limiter.admit_call(identity, method)
-                counted = limiter.open_stream(identity)
+                if not identity.is_privileged:
+                    ticket = limiter.open_stream(identity, _address(context, limiter))
             except ServiceError as refused:
                 await abort_with(context, refused)
-            try:
+            if ticket is None:
                 async for response in stream_behavior(request, context):
                     yield response
+                return
+            try:
+                ticket.activate()  # the service may count it as a spectator's, or settle it
+                async for response in stream_behavior(request, context):
+                    ticket.settle()  # open: no longer a call in flight
+                    yield response
             finally:
-                if counted:
-                    limiter.close_stream(identity)
+                ticket.close()
 
         return handler._replace(unary_stream=stream)
     return handler
@@ -189,18 +219,24 @@ def _limited(
 def _limited_open(
     handler: grpc.RpcMethodHandler, limiter: CallerLimiter
 ) -> grpc.RpcMethodHandler:
-    """An open (tokenless) dast method admitting calls per peer address and device id."""
+    """An open (tokenless) dast method admitting calls per client address and device id,
+    within the address's and the process's budgets of calls in flight."""
     behavior = handler.unary_unary
     if behavior is None:
         return handler
 
     async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
         device = getattr(request, "device_id", None)
+        address = _address(context, limiter)
         try:
-            limiter.admit_open_call(context.peer(), device if isinstance(device, str) else None)
+            limiter.admit_open_call(address, device if isinstance(device, str) else None)
+            limiter.enter_call(address)
         except ServiceError as refused:
             await abort_with(context, refused)
-        return await behavior(request, context)
+        try:
+            return await behavior(request, context)
+        finally:
+            limiter.leave_call(address)
 
     return handler._replace(unary_unary=unary)
 
@@ -210,9 +246,10 @@ class DastInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     interceptor, not three: grpc.aio runs every interceptor of a chain as its own coroutine
     on every call). The handler of a method and caller is built once and remembered."""
 
-    def __init__(self, jwt_secret: str, limits: CallerLimits | None = None) -> None:
+    def __init__(self, jwt_secret: str, limits: CallerLimits | None = None, *,
+                 limiter: CallerLimiter | None = None) -> None:
         self._auth = TokenCheck(jwt_secret)
-        self.limiter = CallerLimiter(limits)
+        self.limiter = limiter or CallerLimiter(limits)
         self._guard = RequestGuard()
         self._admitted = WrappedHandlers()
 
@@ -246,12 +283,15 @@ def make_server(
     *,
     max_message_bytes: int = 64 * 1024,
     limits: CallerLimits | None = None,
+    limiter: CallerLimiter | None = None,
     extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
 ) -> grpc.aio.Server:
-    """An asyncio gRPC server with authentication, limits (``limits``, or the defaults of
-    :class:`CallerLimits`) and request checks, not yet bound nor started."""
+    """An asyncio gRPC server with authentication, limits (``limiter``, or one of
+    ``limits``, or of the defaults of :class:`CallerLimits`) and request checks, not yet
+    bound nor started."""
     return grpc.aio.server(
-        interceptors=[DastInterceptor(jwt_secret, limits), *extra_interceptors],
+        interceptors=[DastInterceptor(jwt_secret, limits, limiter=limiter),
+                      *extra_interceptors],
         options=server_options(max_message_bytes),
     )
 

@@ -86,8 +86,13 @@ ROOT: Final = Path(__file__).resolve().parents[2]
 SEED: Final = bytes(range(32))
 LIMITS: Final = CallerLimits(streams_per_player=2, calls_per_second=50.0, call_burst=100,
                              sign_ins_per_minute_per_device=1_000,
-                             sign_ins_per_minute_per_address=1_000)
-"""A person's call rate (so that a flood is refused) and two streams per player."""
+                             sign_ins_per_minute_per_address=1_000,
+                             spectators_per_game=2, streams_per_process=40,
+                             spectator_share=0.25, address_share=0.25,
+                             calls_in_flight=100_000, trusted_proxies=("127.0.0.1/32",))
+"""A person's call rate (so that a flood is refused) and two streams per player; two
+spectators a match, two an address and ten in the process (the clients name their address
+in ``x-forwarded-for``, believed from loopback)."""
 
 
 def _reason_tables() -> ModuleType:
@@ -433,6 +438,61 @@ async def _too_many_streams(api: Api) -> object:
         for call in calls:
             call.cancel()
     raise AssertionError("a stream over the limit was opened")
+
+
+async def _spectators(api: Api, game_id: str, address: str, count: int) -> list[Any]:
+    """``count`` spectators' streams of ``game_id`` from ``address``, each open (its first
+    event read) before the next; the caller cancels them."""
+    calls: list[Any] = []
+    try:
+        for number in range(count):
+            call = api.game.Subscribe(game_pb2.SubscribeRequest(game_id=game_id), metadata=(
+                *api.auth(f"watcher-{game_id}-{number}"), ("x-forwarded-for", address)))
+            calls.append(call)
+            await call.read()
+    except BaseException:
+        for call in calls:
+            call.cancel()
+        raise
+    return calls
+
+
+@trigger("too_many_spectators")
+async def _too_many_spectators(api: Api) -> object:
+    game_id = await api.hokm_game()
+    calls = await _spectators(api, game_id, "192.0.2.1", LIMITS.spectators_per_game)
+    try:
+        await _spectators(api, game_id, "192.0.2.2", 1)
+    finally:
+        for call in calls:
+            call.cancel()
+    raise AssertionError("a spectator over the match's cap was admitted")
+
+
+async def _watch_new_matches(api: Api, addresses: list[str], refused: str) -> object:
+    """One spectator's stream of a new match from each of ``addresses`` (each match under
+    its cap), the last of which should be ``refused``."""
+    calls = []
+    try:
+        for address in addresses:
+            calls += await _spectators(api, await api.hokm_game(), address, 1)
+    finally:
+        for call in calls:
+            call.cancel()
+    raise AssertionError(f"{refused} was admitted")
+
+
+@trigger("address_limited")
+async def _address_limited(api: Api) -> object:
+    return await _watch_new_matches(api, ["192.0.2.3"] * (LIMITS.spectators_per_address + 1),
+                                    "an address over its share of spectators")
+
+
+@trigger("server_busy")
+async def _server_busy(api: Api) -> object:
+    return await _watch_new_matches(
+        api, [f"192.0.2.{10 + n}" for n in range(LIMITS.spectator_streams + 1)],
+        "a spectator over the process's share")
 
 
 @trigger("internal")

@@ -126,6 +126,21 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     failing over). A command may or may not have been stored. The app: wait the RetryInfo
     delay and retry the same call; a command with the same command_id is applied once.
     """
+    ERROR_REASON_TOO_MANY_SPECTATORS: _ErrorReason.ValueType  # 22
+    """RESOURCE_EXHAUSTED: the match (or table) has as many spectators as this server admits (a
+    seat's own stream is never refused this way). The app: say the match is full of
+    spectators; retry after RetryInfo.
+    """
+    ERROR_REASON_ADDRESS_LIMITED: _ErrorReason.ValueType  # 23
+    """RESOURCE_EXHAUSTED: your network address holds its share of this server's streams or
+    calls in progress (shared by everyone behind that address). The app: cancel streams you
+    no longer read; retry after RetryInfo.
+    """
+    ERROR_REASON_SERVER_BUSY: _ErrorReason.ValueType  # 24
+    """RESOURCE_EXHAUSTED: the server holds all the streams, or handles all the calls, it
+    serves well. The app: retry after RetryInfo (a new connection may reach another
+    replica).
+    """
     ERROR_REASON_TABLE_NOT_FOUND: _ErrorReason.ValueType  # 100
     """---- The lobby (services/lobby/reasons.py LobbyReason) ----
     NOT_FOUND: no table has that id or invite code. The app: refresh the table list.
@@ -509,6 +524,21 @@ ERROR_REASON_STORE_UNAVAILABLE: ErrorReason.ValueType  # 21
 """UNAVAILABLE: the database behind the service was unreachable for a moment (restarting,
 failing over). A command may or may not have been stored. The app: wait the RetryInfo
 delay and retry the same call; a command with the same command_id is applied once.
+"""
+ERROR_REASON_TOO_MANY_SPECTATORS: ErrorReason.ValueType  # 22
+"""RESOURCE_EXHAUSTED: the match (or table) has as many spectators as this server admits (a
+seat's own stream is never refused this way). The app: say the match is full of
+spectators; retry after RetryInfo.
+"""
+ERROR_REASON_ADDRESS_LIMITED: ErrorReason.ValueType  # 23
+"""RESOURCE_EXHAUSTED: your network address holds its share of this server's streams or
+calls in progress (shared by everyone behind that address). The app: cancel streams you
+no longer read; retry after RetryInfo.
+"""
+ERROR_REASON_SERVER_BUSY: ErrorReason.ValueType  # 24
+"""RESOURCE_EXHAUSTED: the server holds all the streams, or handles all the calls, it
+serves well. The app: retry after RetryInfo (a new connection may reach another
+replica).
 """
 ERROR_REASON_TABLE_NOT_FOUND: ErrorReason.ValueType  # 100
 """---- The lobby (services/lobby/reasons.py LobbyReason) ----

@@ -16,7 +16,7 @@ from services.game.app import SERVICE_NAME, mount_game_service
 from services.game.service import GameService
 from services.platform.auth import Role
 from services.platform.bus import InProcessBus
-from services.platform.limits import MACHINE_SPEED
+from services.platform.limits import MACHINE_SPEED, CallerLimiter
 from services.platform.metrics import GameMetrics
 from services.platform.relay import Relay
 from services.platform.server import add_health_and_reflection, bind, make_server
@@ -38,13 +38,19 @@ class Embedded:
 
 
 @pytest.fixture
-async def embedded() -> AsyncIterator[Embedded]:
+def limiter() -> CallerLimiter:
+    """The limits of the ``embedded`` server (a test module may override this fixture)."""
+    return CallerLimiter(MACHINE_SPEED)
+
+
+@pytest.fixture
+async def embedded(limiter: CallerLimiter) -> AsyncIterator[Embedded]:
     store = MemoryEventStore()
     bus = InProcessBus()
     await bus.start()
     relay = Relay(store, bus, poll_seconds=0.2)
     relay_task = asyncio.create_task(relay.run())
-    server = make_server(SECRET, limits=MACHINE_SPEED)
+    server = make_server(SECRET, limiter=limiter)
     service = mount_game_service(
         server, store, bus, relay.notify, metrics=GameMetrics(CollectorRegistry())
     )
