@@ -112,6 +112,20 @@ class GameStats(Protocol):
         ...
 
 
+PARTNERS: Final = ((0, 2), (1, 3))
+"""The two partnerships of a four-seat partnership game: partners sit opposite."""
+
+
+def seat_teams(seats: int, *, partners: bool) -> tuple[tuple[int, ...], ...]:
+    """The teams of a match of ``seats`` seats: :data:`PARTNERS` when four seats play in
+    partnerships, else every seat alone.
+
+    >>> seat_teams(4, partners=True), seat_teams(3, partners=False)
+    (((0, 2), (1, 3)), ((0,), (1,), (2,)))
+    """
+    return PARTNERS if partners and seats == 4 else tuple((seat,) for seat in range(seats))
+
+
 def ranks_by_score(scores: tuple[int, ...], *, higher_is_better: bool) -> tuple[int, ...]:
     """Competition ranks of ``scores`` (0 best; equal scores share a rank)."""
     return tuple(

@@ -26,6 +26,7 @@ from engine.core.stats import (
     Tally,
     move_by,
     ranks_by_score,
+    seat_teams,
 )
 
 
@@ -47,10 +48,9 @@ class HandStats:
         if not 2 <= seats <= 4 or started.rules.players != seats:
             raise ValueError(f"a Hand match of {started.rules.players} players "
                              f"seating {seats}")
-        partnered = started.rules.partnerships and seats == 4
-        teams = ((0, 2), (1, 3)) if partnered else tuple((seat,) for seat in range(seats))
-        variant = f"{seats}p" + ("-partnerships" if partnered else "")
-        return MatchFrame(variant, tuple(started.players), teams)
+        sides = teams(started.rules, seats)
+        variant = f"{seats}p" + ("-partnerships" if len(sides) < seats else "")
+        return MatchFrame(variant, tuple(started.players), sides)
 
     def tally(self, frame: MatchFrame, event: log_pb2.Event) -> Tally | None:
         """See :meth:`engine.core.stats.GameStats.tally` (moves as ``command_for`` has
@@ -74,6 +74,12 @@ class HandStats:
 _MOVES: Final = frozenset({"card_drawn", "melds_laid", "card_laid_off", "joker_retrieved",
                            "card_discarded"})
 """The events a player's command causes (``engine.hand.command_for``)."""
+
+
+def teams(rules: hand_pb2.HandRules, seats: int) -> tuple[tuple[int, ...], ...]:
+    """The sides of a Hand match of ``seats`` players (docs/rules/hand.md): the two
+    partnerships when the rules have them (four players only), else every seat alone."""
+    return seat_teams(seats, partners=rules.partnerships)
 
 
 def _result(frame: MatchFrame, ended: hand_pb2.HandMatchEnded) -> MatchResult:

@@ -25,6 +25,7 @@ from engine.core.stats import (
     Tally,
     move_by,
     ranks_by_score,
+    seat_teams,
 )
 
 _KOTS: Final = frozenset({hokm_pb2.ROUND_RESULT_KOT, hokm_pb2.ROUND_RESULT_HAKEM_KOT,
@@ -60,8 +61,7 @@ class HokmStats:
         if sorted(order) != list(range(seats)):
             raise ValueError(f"the seating {order} is no permutation of {seats} seats")
         players = tuple(started.players[index] for index in order)
-        teams = ((0, 2), (1, 3)) if seats == 4 else tuple((seat,) for seat in range(seats))
-        return MatchFrame(variant, players, teams)
+        return MatchFrame(variant, players, teams(seats))
 
     def tally(self, frame: MatchFrame, event: log_pb2.Event) -> Tally | None:
         """See :meth:`engine.core.stats.GameStats.tally` (moves as ``records.command_for``
@@ -84,6 +84,12 @@ class HokmStats:
         if kind == "match_ended":
             return Tally(result=_result(frame, hokm.match_ended))
         return None
+
+
+def teams(seats: int) -> tuple[tuple[int, ...], ...]:
+    """The sides of a Hokm match of ``seats`` players (docs/rules/hokm.md "Seats and
+    teams"): partners opposite with four, every seat alone with three or two."""
+    return seat_teams(seats, partners=seats == 4)
 
 
 def _result(frame: MatchFrame, ended: hokm_pb2.HokmMatchEnded) -> MatchResult:

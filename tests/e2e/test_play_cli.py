@@ -20,9 +20,10 @@ import pexpect
 import pytest
 from typer.testing import CliRunner
 
+from engine.core.protocol import BOT_LEVELS
 from services.cli import app
 from services.platform.auth import mint_token
-from services.platform.config import DEV_JWT_SECRET
+from services.platform.token_keys import OPERATOR, embedded_token_keys
 
 pytestmark = pytest.mark.timeout(240)
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,6 +149,10 @@ def test_dast_play_plays_a_whole_hokm_match_in_a_terminal(
     # The screen: seats with the bots, trump, scores, the hand and the legal moves.
     assert "[bot]" in text and "Trump:" in text and "Your hand:" in text and "Legal:" in text
     assert "takes trick" in text
+    # The host may seat a bot of every level; partners count together (four players).
+    assert f"bot SEAT [{'|'.join(BOT_LEVELS)}]" in text
+    assert "Scores: team 0+2" in text and "Tricks: team 0+2" in text
+    assert re.search(r"Match over: you (win|lose) · final team 0\+2", text)
     assert "Match over:" in text
     # The home directory now holds the guest's device id (the same guest next time).
     assert (tmp_path / ".dast" / "device-id").read_text().startswith("cli-")
@@ -159,8 +164,8 @@ def test_dast_play_plays_a_whole_hokm_match_in_a_terminal(
     assert f"Keeping receipts in {receipts}" in text.replace("\r\n", "")
     player = re.search(r"Signed in as Pty \(([^)]+)\)", text)
     assert player is not None
-    secret = os.environ.get("DAST_JWT_SECRET", DEV_JWT_SECRET)  # the server's: embedded mode
-    cli = ["--server", server_address, "--token", mint_token(secret, player.group(1))]
+    operator = embedded_token_keys(tmp_path / "server").signer(OPERATOR)  # the server's own
+    cli = ["--server", server_address, "--token", mint_token(operator, player.group(1))]
     log_file = tmp_path / "match.jsonl"
     exported = CliRunner().invoke(app, ["export", receipts.stem, "-o", str(log_file), *cli])
     assert exported.exit_code == 0 and "sealed" in exported.output, exported.output

@@ -26,7 +26,8 @@ from rich.console import Console
 
 from dast.v1 import common_pb2, hokm_pb2, lobby_pb2
 from engine.core.cards import card_name, parse_card
-from services.bot.policies import SeatView, decide
+from engine.core.protocol import BOT_LEVELS
+from services.bot.policies import DEFAULT_LEVEL, SeatView, decide
 from services.cli.play import render
 from services.cli.play.receipts import GAME_PLACEHOLDER, ReceiptsError, ReceiptsFile
 from services.cli.play.session import STREAM_ENDED, Session
@@ -34,7 +35,34 @@ from services.cli.play.tournament import play_tournament, tournament_channel
 
 HELP = ("number = that move · card (A♠ or AS) = play it · a = let the basic bot choose · "
         "r = redraw · q = quit")
-_LEVELS = {"random": 1, "greedy": 2, "basic": 3}
+_WIRE_LEVELS = lobby_pb2.BotLevel.DESCRIPTOR.values_by_name
+LEVELS: dict[str, lobby_pb2.BotLevel.ValueType] = {
+    level: lobby_pb2.BotLevel.Value(f"BOT_LEVEL_{level.upper()}")
+    for level in BOT_LEVELS if f"BOT_LEVEL_{level.upper()}" in _WIRE_LEVELS
+}
+"""The bot levels a table offers: every level of the games' registry
+(:data:`engine.core.protocol.BOT_LEVELS`, weakest first) by its ``BotLevel`` on the wire."""
+LEVEL_CHOICES = "|".join(LEVELS)
+LOBBY_HELP = f"Commands: start · bot SEAT [{LEVEL_CHOICES}] · seat N · show · quit"
+
+
+class UnknownLevel(ValueError):
+    """A bot level no table offers (the message names the ones it does)."""
+
+    def __init__(self, level: str) -> None:
+        shown = level if len(level) <= 32 else level[:32] + "…"
+        super().__init__(f"no bot level {shown!r}: choose {', '.join(LEVELS)}")
+
+
+def bot_level(name: str) -> lobby_pb2.BotLevel.ValueType:
+    """The wire ``BotLevel`` of a level's name (any case).
+
+    :raises UnknownLevel: for a name that is no level of :data:`LEVELS`.
+    """
+    found = LEVELS.get(name.strip().lower())
+    if found is None:
+        raise UnknownLevel(name)
+    return found
 
 
 @dataclass
@@ -65,13 +93,15 @@ class Client:
         self.session = session
         self.ask = ask
         self.say = say
+        self.teams: render.Teams | None = None
+        """The partnerships of the match being played (None: every seat alone)."""
 
     # ---- the lobby ----
     def settings(self, options: Options) -> lobby_pb2.TableSettings:
         """The table settings of ``options``."""
         settings = lobby_pb2.TableSettings(
             target_score=options.target, turn_seconds=options.turn_seconds,
-            private=options.private, bot_level=_LEVELS.get(options.bots, 3),  # type: ignore[arg-type]
+            private=options.private, bot_level=bot_level(options.bots),
         )
         if options.game == "hand":
             settings.game_type = common_pb2.GAME_TYPE_HAND
@@ -122,7 +152,7 @@ class Client:
 
     def host(self, table: lobby_pb2.Table) -> lobby_pb2.Table:
         """The host's lobby prompt: ``start``, ``bot SEAT [LEVEL]``, ``seat N``, ``show``."""
-        self.say("Commands: start · bot SEAT [random|greedy|basic] · seat N · show · quit")
+        self.say(LOBBY_HELP)
         while True:
             words = self.ask("lobby> ").split()
             try:
@@ -133,10 +163,11 @@ class Client:
                 elif words[0] == "start":
                     self.start(table)
                     return table
-                elif words[0] == "bot" and len(words) >= 2:
-                    level = _LEVELS.get(words[2] if len(words) > 2 else "basic", 3)
+                elif words[0] == "bot" and len(words) in (2, 3):
+                    seat = int(words[1])
+                    level = bot_level(words[2] if len(words) == 3 else DEFAULT_LEVEL)
                     table = self.session.call("AddBot", lobby_pb2.AddBotRequest(
-                        table_id=table.table_id, seat=int(words[1]), level=level)).table  # type: ignore[arg-type]
+                        table_id=table.table_id, seat=seat, level=level)).table
                     self.show_table(table)
                 elif words[0] == "seat" and len(words) == 2:
                     table = self.session.call("ChooseSeat", lobby_pb2.ChooseSeatRequest(
@@ -148,6 +179,8 @@ class Client:
                     self.say("?")
             except grpc.RpcError as error:
                 self.say(f"refused: {error.details()}")
+            except UnknownLevel as error:
+                self.say(str(error))
             except ValueError:
                 self.say("seat numbers are 0, 1, …")
 
@@ -182,6 +215,7 @@ class Client:
         while True:
             reply = self.session.view(game_id)
             seat_view = SeatView.of(reply)
+            self.teams = render.partnerships(seat_view.view)
             last_seq = max(last_seq, self._print_events(0.0, last_seq, game_id))
             if seat_view.is_over:
                 # Take the final events off the stream before leaving: they print the last
@@ -217,7 +251,7 @@ class Client:
                 self.session.follow(game_id, last_seq)  # reconnect from where we were
             else:
                 last_seq = max(last_seq, event.seq)
-                line = render.event_line(event)
+                line = render.event_line(event, self.teams)
                 if line:
                     self.say(line)
             try:
@@ -301,7 +335,8 @@ class Client:
         view = seat_view.view
         won = view.seat in view.winners
         figures = view.scores if isinstance(view, hokm_pb2.HokmView) else view.totals
-        return f"Match over: {'you win' if won else 'you lose'} · final {list(figures)}"
+        final = render.side_figures(figures, self.teams, view.seat, shared=True)
+        return f"Match over: {'you win' if won else 'you lose'} · final {final}"
 
 
 def _device_id(data_dir: str) -> str:
@@ -328,7 +363,8 @@ def play(
     players: Annotated[int, typer.Option(help="Seats: Hokm 4/3/2, Hand 2-4.")] = 4,
     target: Annotated[int, typer.Option(help="Hokm points to win: 3, 5, 7 or 10.")] = 0,
     turn_seconds: Annotated[int, typer.Option(help="15, 30, 45, 60 (0: untimed).")] = 30,
-    bots: Annotated[str, typer.Option(help="Bot level: random, greedy, basic.")] = "basic",
+    bots: Annotated[str, typer.Option(
+        help=f"Level of the bots filling seats: {', '.join(LEVELS)}.")] = DEFAULT_LEVEL,
     private: Annotated[bool, typer.Option(help="Unlisted table joined by invite code.")] = False,
     table: Annotated[str, typer.Option(help="Join this table id.")] = "",
     invite: Annotated[str, typer.Option(help="Join the private table of this code.")] = "",
@@ -365,6 +401,11 @@ def play(
     if partner and not tournament:
         say("dast: --partner goes with --tournament (a pair enters a tournament together)")
         raise typer.Exit(2)
+    try:
+        bot_level(bots)
+    except UnknownLevel as error:
+        say(f"dast: --bots: {error}")
+        raise typer.Exit(2) from error
     session = Session(server, game_server, receipts_template=receipts)
     try:
         session.sign_in(device or _device_id("~/.dast"), name)

@@ -11,9 +11,13 @@ from typing import Any
 
 from dast.v1 import common_pb2, hand_pb2, hokm_pb2, lobby_pb2, log_pb2
 from engine.core.cards import RANKS_PER_SUIT, SUIT_SYMBOLS, card_name
+from engine.hand import stats as hand_stats
 from engine.hand.cards import hand_card_name, is_joker, natural_of
+from engine.hokm import stats as hokm_stats
 
 SetAside = hokm_pb2.SetAsideCards
+Teams = tuple[tuple[int, ...], ...]
+"""The seats of every side of a match (partners together)."""
 
 
 def suit_name(suit: int) -> str:
@@ -63,6 +67,57 @@ def seats_line(players: Sequence[common_pb2.Player], me: int,
     return "Seats: " + " · ".join(_name(p, s, me, table) for s, p in enumerate(players))
 
 
+def partnerships(view: hokm_pb2.HokmView | hand_pb2.HandView) -> Teams | None:
+    """The partnerships of the match of ``view`` when its players count by team (Hokm with
+    four players, Hand with partnerships), as the game's statistics rate it; None when
+    every seat plays alone."""
+    if isinstance(view, hokm_pb2.HokmView):
+        teams = hokm_stats.teams(len(view.players))
+    else:
+        teams = hand_stats.teams(view.rules, len(view.players))
+    return teams if any(len(team) > 1 for team in teams) else None
+
+
+def side_figures(per_seat: Sequence[int], teams: Teams | None, me: int | None = None, *,
+                 shared: bool) -> str:
+    """Figures listed per seat (``seat:value``), or per team in a partnership game: a total
+    the partners share (``shared``: the match score) once, else (tricks) their sum; ``me``
+    marks your seat or team.
+
+    >>> side_figures([3, 1, 0], None, 0, shared=True)
+    '0 (you):3 1:1 2:0'
+    >>> side_figures([2, 5, 2, 5], ((0, 2), (1, 3)), 3, shared=True)
+    'team 0+2:2 · team 1+3 (you):5'
+    >>> side_figures([4, 1, 3, 0], ((0, 2), (1, 3)), None, shared=False)
+    'team 0+2:7 · team 1+3:1'
+    """
+    def value(seat: int) -> int:
+        return per_seat[seat] if 0 <= seat < len(per_seat) else 0
+
+    def you(seats: Sequence[int]) -> str:
+        return " (you)" if me is not None and me in seats else ""
+
+    if teams is None:
+        return " ".join(f"{seat}{you((seat,))}:{figure}" for seat, figure in enumerate(per_seat))
+    return " · ".join(
+        "team " + "+".join(str(seat) for seat in team) + you(team) + ":"
+        + str(value(team[0]) if shared else sum(value(seat) for seat in team))
+        for team in teams)
+
+
+def winners_text(winners: Sequence[int], teams: Teams | None) -> str:
+    """The winning seats, or the winning teams in a partnership game.
+
+    >>> winners_text([1, 3], ((0, 2), (1, 3))), winners_text([2], None)
+    ('team 1+3', 'seat 2')
+    """
+    if teams is not None:
+        won = [team for team in teams if set(team) & set(winners)]
+        if won:
+            return ", ".join("team " + "+".join(str(seat) for seat in team) for team in won)
+    return ", ".join(f"seat {seat}" for seat in winners) or "nobody"
+
+
 def timer_text(deadline_ms: int, now_ms: int) -> str:
     """Seconds left of the turn, or an empty string when untimed."""
     if deadline_ms <= 0:
@@ -106,8 +161,9 @@ def hokm_screen(view: hokm_pb2.HokmView, table: lobby_pb2.Table | None, now_ms: 
     lines.append(seats_line(view.players, view.seat, table))
     hakem = f"seat {view.hakem}" if view.HasField("hakem") else "-"
     lines.append(f"Hakem: {hakem} · Trump: {suit_name(view.trump)}")
-    lines.append("Scores: " + " ".join(f"{s}:{v}" for s, v in enumerate(view.scores)))
-    lines.append("Tricks: " + " ".join(f"{s}:{v}" for s, v in enumerate(view.tricks_won)))
+    teams = partnerships(view)
+    lines.append("Scores: " + side_figures(view.scores, teams, view.seat, shared=True))
+    lines.append("Tricks: " + side_figures(view.tricks_won, teams, view.seat, shared=False))
     if view.HasField("top_a") or view.HasField("top_b"):
         tops = [card_name(view.top_a) if view.HasField("top_a") else "-",
                 card_name(view.top_b) if view.HasField("top_b") else "-"]
@@ -155,7 +211,8 @@ def hand_screen(view: hand_pb2.HandView, table: lobby_pb2.Table | None, now_ms: 
     """The seat's Hand screen: seats, totals, table melds, discard, hand, legal moves."""
     lines = [f"── Hand · round {view.round} of {view.rules.rounds} · dealer seat {view.dealer} ──"]
     lines.append(seats_line(view.players, view.seat, table))
-    lines.append("Totals: " + " ".join(f"{s}:{v}" for s, v in enumerate(view.totals)))
+    lines.append("Totals: " + side_figures(view.totals, partnerships(view), view.seat,
+                                           shared=True))
     opened = [str(s) for s, o in enumerate(view.opened) if o]
     lines.append(f"Opened: {', '.join(opened) or 'nobody'} · stock {view.stock_count}")
     for meld in view.melds:
@@ -174,7 +231,7 @@ def hand_screen(view: hand_pb2.HandView, table: lobby_pb2.Table | None, now_ms: 
     return lines
 
 
-def _hokm_event(event: hokm_pb2.HokmEvent) -> str | None:
+def _hokm_event(event: hokm_pb2.HokmEvent, teams: Teams | None) -> str | None:
     kind = event.WhichOneof("kind")
     if kind == "hakem_chosen":
         return f"Hakem: seat {event.hakem_chosen.seat}"
@@ -186,16 +243,16 @@ def _hokm_event(event: hokm_pb2.HokmEvent) -> str | None:
         return f"seat {event.trick_taken.seat} takes trick {event.trick_taken.trick}"
     if kind == "round_ended":
         ended = event.round_ended
-        return (f"Round {ended.round} over: winners {list(ended.winners)}, "
-                f"scores {list(ended.scores)}")
+        return (f"Round {ended.round} over: {winners_text(ended.winners, teams)} won · "
+                f"scores {side_figures(ended.scores, teams, shared=True)}")
     if kind == "match_ended":
-        return f"Match over: winners {list(event.match_ended.winners)}"
+        return f"Match over: {winners_text(event.match_ended.winners, teams)} won"
     if kind == "round_started":
         return f"Round {event.round_started.round}"
     return None
 
 
-def _hand_event(event: hand_pb2.HandEvent) -> str | None:
+def _hand_event(event: hand_pb2.HandEvent, teams: Teams | None) -> str | None:
     kind = event.WhichOneof("kind")
     if kind == "card_drawn":
         drawn = event.card_drawn
@@ -214,9 +271,11 @@ def _hand_event(event: hand_pb2.HandEvent) -> str | None:
         discarded = event.card_discarded
         return f"seat {discarded.seat} discards {hand_card_name(discarded.card)}"
     if kind == "round_ended":
-        return f"Round {event.round_ended.round} over: totals {list(event.round_ended.totals)}"
+        ended = event.round_ended
+        return (f"Round {ended.round} over: totals "
+                f"{side_figures(ended.totals, teams, shared=True)}")
     if kind == "match_ended":
-        return f"Match over: winners {list(event.match_ended.winners)}"
+        return f"Match over: {winners_text(event.match_ended.winners, teams)} won"
     if kind == "round_started":
         return f"Round {event.round_started.round}"
     return None
@@ -239,12 +298,14 @@ def _seat_control_line(control: log_pb2.SeatControl) -> str:
     return f"seat {control.seat} is its player's again{why}"
 
 
-def event_line(event: log_pb2.Event) -> str | None:
-    """One line for a (redacted) event, or None for events not worth a line."""
+def event_line(event: log_pb2.Event, teams: Teams | None = None) -> str | None:
+    """One line for a (redacted) event, or None for events not worth a line; ``teams``
+    (:func:`partnerships`) lists a partnership game's figures per team."""
     if event.HasField("seat_control"):
         return _seat_control_line(event.seat_control)
     game = event.WhichOneof("game")
-    text = _hokm_event(event.hokm) if game == "hokm" else _hand_event(event.hand)
+    text = (_hokm_event(event.hokm, teams) if game == "hokm"
+            else _hand_event(event.hand, teams))
     if text is not None and event.automatic:
         text += " (automatic)"
     return text
