@@ -125,6 +125,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bots.py --json
 	$(BIN)/python bench/scale.py --json
 	$(BIN)/python bench/stats.py --json
+	$(BIN)/python bench/limits.py --json
 
 # The engines against their peers (RLCard's game layers) in one interleaved run; the
 # peers come from the `bench` extra, installed here only.

@@ -42,6 +42,7 @@ import asyncio
 import collections
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -86,11 +87,25 @@ HOKM: Final = lobby_pb2.TableSettings(game_type=common_pb2.GAME_TYPE_HOKM, targe
                                       spectators_allowed=True)
 
 
+def _cores() -> tuple[int | None, set[int] | None]:
+    """The core the server runs on and those of the clients (None: not pinned, on a
+    one-core machine): apart, so that the flood's client does not take the server's CPU
+    and what the victim measures is the server's doing."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        return None, None
+    return cores[0], set(cores[1:])
+
+
 def _server(data_dir: str, env: dict[str, str]) -> Server:
+    server_core, client_cores = _cores()
+    if client_cores is not None:
+        os.sched_setaffinity(0, client_cores)  # this process and the flood's client
     return _spawn(
         [sys.executable, "-m", "services.compose"],
         {"DAST_LISTEN": "127.0.0.1:0", "DAST_JWT_SECRET": SECRET, "DAST_LOG_LEVEL": "error",
          "DAST_DATA_DIR": data_dir, **env},
+        server_core,
     )
 
 
@@ -469,14 +484,16 @@ async def _flood(address: str, server: Server, args: argparse.Namespace) -> dict
 # ---- running it -----------------------------------------------------------------------
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Both measures, each against a server of its own (in one event loop: grpc.aio's
+    channels belong to the loop they were made on)."""
     _raise_fd_limit()
     figures: dict[str, Any] = {}
     if args.only in (None, "cost"):
         with tempfile.TemporaryDirectory(prefix="dast-limits-") as data_dir:
             server = _server(data_dir, {"DAST_SERVICES": "game", **CAPACITY_LIMITS})
             try:
-                figures.update(asyncio.run(_stream_cost(server.address, server, args)))
+                figures.update(await _stream_cost(server.address, server, args))
             finally:
                 server.stop()
     if args.only in (None, "flood"):
@@ -487,7 +504,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 **dict(setting.split("=", 1) for setting in args.server_env),
             })
             try:
-                figures.update(asyncio.run(_flood(server.address, server, args)))
+                figures.update(await _flood(server.address, server, args))
             finally:
                 server.stop()
     return figures
@@ -512,7 +529,7 @@ def main() -> None:
         address, game_id, guests, streams = json.loads(args.attacker)
         asyncio.run(_attacker(address, game_id, guests, streams))
         return
-    figures = run(args)
+    figures = asyncio.run(run(args))
     if args.json:
         print(json.dumps(figures))
     else:
