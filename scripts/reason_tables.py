@@ -140,6 +140,10 @@ GUIDANCE: dict[str, Guidance] = {
         "RESOURCE_EXHAUSTED", "the server holds all the streams, or handles all the calls, "
         "it serves well",
         "retry after `RetryInfo` (a new connection may reach another replica)"),
+    Reason.SESSION_REVOKED: Guidance(
+        "UNAUTHENTICATED", "the token's session was ended (signed out, signed out "
+        "everywhere, or its refresh token reused); its open streams end with this too",
+        "sign in again"),
     # ---- services.lobby.reasons.LobbyReason (shared values are listed above) ----
     LobbyReason.TABLE_NOT_FOUND: Guidance("NOT_FOUND", "no table has that id or invite code",
                                           "refresh the table list"),

@@ -56,6 +56,7 @@ from services.platform.presence_kv import (
     open_presence_board,
 )
 from services.platform.relay import Relay, RelayThread
+from services.platform.revocations import InProcessRevocations, Revocations, open_revocations
 from services.platform.server import add_health_and_reflection, bind, make_server
 from services.platform.store import OutboxStore, open_store
 from services.platform.store_heads import last_stored_events, readable
@@ -181,6 +182,9 @@ class Composition:
     clock: Clock = wall_clock_ms
     """The one clock every service started here reads (tests pass their own)."""
     tables: Tables | None = field(init=False, default=None)
+    revocations: Revocations = field(default_factory=InProcessRevocations)
+    """Where the accounts service publishes the sessions it ends and every server reads
+    them (:func:`open_revocations`; pass the same to :func:`make_server`)."""
     board: PresenceBoard = field(default_factory=InProcessPresenceBoard)
     """Where game replicas report their players' streams and the takeovers read them
     (callers open it on :attr:`clock`: :func:`open_presence_board`)."""
@@ -271,7 +275,7 @@ class Composition:
                 server, self.accounts_store, secret=self.secret, clock=self.clock,
                 policy=TokenPolicy(self.options.access_token_minutes,
                                    self.options.refresh_token_days),
-                oidc_providers=self.options.oidc_providers,
+                oidc_providers=self.options.oidc_providers, revocations=self.revocations,
             )
             mounted.append(str(ACCOUNTS_SERVICE_NAME))
         return mounted
@@ -279,6 +283,7 @@ class Composition:
     async def start(self, game_target: str) -> None:
         """Run the background work, calling the game service at ``game_target``."""
         prefix = self.options.durable_prefix
+        await self.revocations.start()
         presence_on = self.options.presence and (
             self.reporter is not None or ("bot" in self.names and self.options.bots)
             or self.tournament is not None)
@@ -336,6 +341,7 @@ class Composition:
         if self._channel is not None:
             await self._channel.close()
         await self.board.close()
+        await self.revocations.close()
         if self.lobby is not None:
             await self.feed.close()
 
@@ -376,14 +382,17 @@ async def running_stack(
     await bus.start()
     relay = Relay(store, bus, poll_seconds=0.2)
     relay_task = asyncio.create_task(relay.run())
+    options = options or StackOptions()
+    revocations = open_revocations(nats_url, bucket=names.revoked_bucket,
+                                   access_minutes=options.access_token_minutes, clock=clock)
     stack = Composition(list(KNOWN_SERVICES), secret, bus, store, lobby_store, relay.notify,
-                        options or StackOptions(), metrics=metrics, clock=clock,
+                        options, metrics=metrics, clock=clock, revocations=revocations,
                         board=open_presence_board(nats_url, bucket=names.presence_bucket,
                                                   clock=clock),
                         tournament_store=tournament_store,
                         tournament_bus=_tournaments_bus_of(nats_url, names),
                         stats_store=stats_store, accounts_store=accounts_store)
-    server = make_server(secret, limits=limits)
+    server = make_server(secret, limits=limits, revocations=revocations)
     await add_health_and_reflection(server, stack.mount(server))
     port = bind(server, listen)
     await server.start()
@@ -541,9 +550,11 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
                              subject_prefix=nats_names.tables_prefix),
         tournament_store=tournament_store, tournament_bus=tournament_bus,
         stats_store=stats_store, accounts_store=accounts_store,
+        revocations=open_revocations(settings.nats_url, bucket=nats_names.revoked_bucket,
+                                     access_minutes=settings.access_token_minutes, clock=clock),
     )
     server = make_server(settings.jwt_secret, max_message_bytes=settings.max_message_bytes,
-                         limits=settings.caller_limits())
+                         limits=settings.caller_limits(), revocations=composition.revocations)
     await add_health_and_reflection(server, composition.mount(server))
     port = bind(server, settings.listen)
     await server.start()

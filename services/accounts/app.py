@@ -19,20 +19,24 @@ from services.accounts.service import AccountsService
 from services.accounts.sessions import Sessions, TokenPolicy
 from services.accounts.store import AccountsStore
 from services.platform.clock import Clock, wall_clock_ms
+from services.platform.revocations import Revocations
 
 SERVICE_NAME = accounts_pb2.DESCRIPTOR.services_by_name["AccountsService"].full_name
 
 
 def mount_accounts_service(server: grpc.aio.Server, store: AccountsStore, *, secret: str,
                            policy: TokenPolicy | None = None, oidc_providers: str = "",
+                           revocations: Revocations | None = None,
                            clock: Clock = wall_clock_ms) -> AccountsService:
     """Add the accounts service over ``store`` to ``server``, its tokens signed with
     ``secret`` and living as ``policy`` says, signing in with ID tokens of the providers
-    ``oidc_providers`` lists (``DAST_OIDC_PROVIDERS``); return the servicer.
+    ``oidc_providers`` lists (``DAST_OIDC_PROVIDERS``), publishing the sessions it ends to
+    ``revocations``; return the servicer.
 
     :raises services.platform.config.ConfigError: for an invalid ``oidc_providers``.
     """
-    service = AccountsService(Sessions(store, secret, policy=policy, clock=clock),
+    service = AccountsService(Sessions(store, secret, policy=policy, clock=clock,
+                                       revocations=revocations),
                               parse_providers(oidc_providers))
     accounts_pb2_grpc.add_AccountsServiceServicer_to_server(service, server)
     return service

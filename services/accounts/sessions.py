@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from dast.v1 import accounts_pb2
-from services.accounts.store import AccountsStore, NewSession, digest
+from services.accounts.store import AccountsStore, NewSession, RefreshRefused, digest
 from services.platform.auth import Role, mint_token
 from services.platform.clock import Clock, wall_clock_ms
+from services.platform.revocations import Revocations
 
 SECRET_BYTES: Final = 32
 """Random bytes of a device secret and of a refresh token."""
@@ -58,8 +59,12 @@ class Sessions:
     threads)."""
 
     def __init__(self, store: AccountsStore, secret: str, *,
-                 policy: TokenPolicy | None = None, clock: Clock = wall_clock_ms) -> None:
+                 policy: TokenPolicy | None = None, clock: Clock = wall_clock_ms,
+                 revocations: Revocations | None = None) -> None:
         self.store = store
+        self.revocations = revocations
+        """Where ended sessions are published, so that every server refuses their access
+        tokens at once (None: they work until they expire)."""
         self.secret = secret
         self.policy = policy or TokenPolicy()
         self.clock = clock
@@ -97,17 +102,32 @@ class Sessions:
         """
         now = self.clock()
         following = new_secret()
-        session = await asyncio.to_thread(
-            self.store.rotate, digest(refresh_token), digest(following), now,
-            now + self.policy.refresh_ms,
-        )
+        try:
+            session = await asyncio.to_thread(
+                self.store.rotate, digest(refresh_token), digest(following), now,
+                now + self.policy.refresh_ms,
+            )
+        except RefreshRefused as refused:
+            if refused.ended_session is not None:
+                await self._revoke([refused.ended_session])
+            raise
         return session.player_id, self._tokens(session, following, now)
 
     async def end(self, session_id: str, player_id: str) -> bool:
-        """End ``player_id``'s session ``session_id``; whether it was open."""
-        return await asyncio.to_thread(self.store.end_session, session_id, player_id,
-                                       self.clock())
+        """End ``player_id``'s session ``session_id`` (revoked everywhere); whether it was
+        open."""
+        was_open = await asyncio.to_thread(self.store.end_session, session_id, player_id,
+                                           self.clock())
+        await self._revoke([session_id])
+        return was_open
 
     async def end_all(self, player_id: str) -> list[str]:
-        """End every open session of ``player_id``; the ids of those that were open."""
-        return await asyncio.to_thread(self.store.end_sessions_of, player_id, self.clock())
+        """End every open session of ``player_id`` (revoked everywhere); the ids of those
+        that were open."""
+        ended = await asyncio.to_thread(self.store.end_sessions_of, player_id, self.clock())
+        await self._revoke(ended)
+        return ended
+
+    async def _revoke(self, session_ids: list[str]) -> None:
+        if self.revocations is not None and session_ids:
+            await self.revocations.revoke(session_ids)

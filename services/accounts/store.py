@@ -170,11 +170,13 @@ class RefreshRefused(AccountsStoreError):
 
     :param reused: True when it was spent already (its session is ended now); False when
         it is unknown, expired, or of an ended session.
+    :param ended_session: the session the refusal ended (a reuse), else None.
     """
 
-    def __init__(self, message: str, *, reused: bool) -> None:
+    def __init__(self, message: str, *, reused: bool, ended_session: str | None = None) -> None:
         super().__init__(message)
         self.reused = reused
+        self.ended_session = ended_session
 
 
 class IdentityLinkedElsewhere(AccountsStoreError):
@@ -351,7 +353,7 @@ class AccountsStore(SqlTables):
                 .values(ended_ms=now_ms))
         raise RefreshRefused(
             "the refresh token was used already, so its session is ended: sign in again",
-            reused=True)
+            reused=True, ended_session=session_id)
 
     def end_session(self, session_id: str, player_id: str, now_ms: int) -> bool:
         """End ``player_id``'s session ``session_id``; whether it was open."""

@@ -30,7 +30,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import grpc
 import jwt
@@ -38,6 +38,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from services.platform.errors import Reason, rich_status
+
+if TYPE_CHECKING:
+    from services.platform.revocations import Revocations
 
 _ALGORITHM: Final = "EdDSA"
 _HMAC_ALGORITHM: Final = "HS256"
@@ -383,8 +386,10 @@ class TokenCheck:
     :class:`services.platform.server.DastInterceptor`, which then runs the handler
     :func:`with_identity`, or :func:`denied`)."""
 
-    def __init__(self, keys: TokenKeyRing | str, *, tokens: TokenCache | None = None) -> None:
+    def __init__(self, keys: TokenKeyRing | str, *, tokens: TokenCache | None = None,
+                 revocations: Revocations | None = None) -> None:
         self._tokens = tokens or TokenCache(keys)
+        self._revocations = revocations
 
     def identify(self, details: grpc.HandlerCallDetails) -> Identity | None:
         """The caller of this call; None for the open methods (health, reflection, sign-in).
@@ -397,4 +402,9 @@ class TokenCheck:
         if token is None:
             raise AuthError("missing bearer token in 'authorization' metadata",
                             Reason.UNAUTHENTICATED)
-        return self._tokens.identity(token)
+        identity = self._tokens.identity(token)
+        if (identity.session_id is not None and self._revocations is not None
+                and self._revocations.is_revoked(identity.session_id)):
+            raise AuthError("this token's session was signed out (or ended): sign in again",
+                            Reason.SESSION_REVOKED)
+        return identity

@@ -94,6 +94,9 @@ class Reason(StrEnum):
     """The caller's network address holds its share of this server's streams or calls."""
     SERVER_BUSY = "server_busy"
     """This server holds all the streams, or handles all the calls, it serves well."""
+    SESSION_REVOKED = "session_revoked"
+    """The token's session was ended (signed out, or its refresh token reused): its access
+    tokens stop working on every server before they expire."""
 
 
 class ServiceError(Exception):

@@ -12,6 +12,7 @@ the games' events           ``D_EVENTS``                   ``d.events.<game_type
 the lobby's table updates   ``D_TABLES``                   ``d.tables.<table_id>``
 the tournaments' events     ``D_EVENTS_TOURNAMENTS``       ``d.events_tournaments.…``
 players' presence           key-value ``D_PRESENCE``       (``$KV.D_PRESENCE.<key>``)
+revoked sessions            key-value ``D_REVOKED``        (``$KV.D_REVOKED.<session>``)
 ==========================  =============================  ===============================
 
 Durable consumers (``lobby``, ``stats``, ``bots``, ``timers``, ``tournaments``) live inside
@@ -116,7 +117,12 @@ class NatsNames:
         return f"{self._upper}_PRESENCE"
 
     @property
+    def revoked_bucket(self) -> str:
+        """The key-value bucket of ended sessions (:mod:`services.platform.revocations`)."""
+        return f"{self._upper}_REVOKED"
+
+    @property
     def streams(self) -> tuple[str, ...]:
-        """Every stream of the deployment (the bucket's is ``KV_<bucket>``)."""
+        """Every stream of the deployment (a bucket's is ``KV_<bucket>``)."""
         return (self.events_stream, self.tables_stream, self.tournaments_stream,
-                f"KV_{self.presence_bucket}")
+                f"KV_{self.presence_bucket}", f"KV_{self.revoked_bucket}")

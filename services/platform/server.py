@@ -18,6 +18,11 @@ Every call then passes the stages of :class:`DastInterceptor`, in this order:
    service may receive (:func:`~services.platform.validation.request_problem`),
    INVALID_ARGUMENT; and any exception escaping the handler becomes INTERNAL with a
    correlation id (:func:`~services.platform.errors.abort_with`), never its text.
+
+With a revocation list (:mod:`services.platform.revocations`), authentication refuses the
+tokens of ended sessions (UNAUTHENTICATED ``session_revoked``), and every server stream of a
+session is registered in :class:`~services.platform.revocations.SessionStreams` while it is
+open, so that it ends with that status as soon as its session is revoked.
 """
 
 from __future__ import annotations
@@ -38,9 +43,10 @@ from services.platform.auth import (
     denied,
     with_identity,
 )
-from services.platform.errors import Reason, ServiceError, abort_with
+from services.platform.errors import Reason, ServiceError, abort_with, rich_status
 from services.platform.limits import CallerLimiter, CallerLimits
 from services.platform.reflection import enable_server_reflection
+from services.platform.revocations import Revocations, SessionStreams
 from services.platform.validation import request_problem
 
 KEEPALIVE_OPTIONS: Final[tuple[tuple[str, int], ...]] = (
@@ -241,14 +247,55 @@ def _limited_open(
     return handler._replace(unary_unary=unary)
 
 
+_REVOKED_STATUS: Final = rich_status(
+    grpc.StatusCode.UNAUTHENTICATED, Reason.SESSION_REVOKED,
+    "this stream's session was signed out (or ended): sign in again")
+
+
+def _ended_with_session(handler: grpc.RpcMethodHandler, session_id: str,
+                        streams: SessionStreams) -> grpc.RpcMethodHandler:
+    """``handler``'s server streams registered in ``streams`` under ``session_id`` while
+    open, ending with UNAUTHENTICATED ``session_revoked`` when the session is revoked."""
+    behavior = handler.unary_stream
+    if behavior is None:
+        return handler
+
+    async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        entry = streams.enter(session_id)
+        try:
+            async for response in behavior(request, context):
+                entry.at_yield = True
+                yield response
+                entry.at_yield = False
+                if entry.revoked:
+                    break
+        except asyncio.CancelledError:
+            if not entry.revoked:
+                raise
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+        finally:
+            streams.leave(session_id, entry)
+        if entry.revoked:
+            await context.abort_with_status(_REVOKED_STATUS)
+
+    return handler._replace(unary_stream=stream)
+
+
 class DastInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """The server's one interceptor, running the stages of this module's docstring (one
     interceptor, not three: grpc.aio runs every interceptor of a chain as its own coroutine
     on every call). The handler of a method and caller is built once and remembered."""
 
     def __init__(self, jwt_secret: str, limits: CallerLimits | None = None, *,
-                 limiter: CallerLimiter | None = None) -> None:
-        self._auth = TokenCheck(jwt_secret)
+                 limiter: CallerLimiter | None = None,
+                 revocations: Revocations | None = None) -> None:
+        self._auth = TokenCheck(jwt_secret, revocations=revocations)
+        self.session_streams: SessionStreams | None = None
+        if revocations is not None:
+            self.session_streams = SessionStreams()
+            revocations.listen(self.session_streams.revoked)
         self.limiter = limiter or CallerLimiter(limits)
         self._guard = RequestGuard()
         self._admitted = WrappedHandlers()
@@ -275,6 +322,9 @@ class DastInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                         if method.startswith(_DAST_METHODS) else guarded)
         else:
             admitted = with_identity(_limited(guarded, method, identity, self.limiter), identity)
+            if identity.session_id is not None and self.session_streams is not None:
+                admitted = _ended_with_session(admitted, identity.session_id,
+                                               self.session_streams)
         return self._admitted.put(guarded, identity, admitted)
 
 
@@ -284,13 +334,15 @@ def make_server(
     max_message_bytes: int = 64 * 1024,
     limits: CallerLimits | None = None,
     limiter: CallerLimiter | None = None,
+    revocations: Revocations | None = None,
     extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
 ) -> grpc.aio.Server:
-    """An asyncio gRPC server with authentication, limits (``limiter``, or one of
-    ``limits``, or of the defaults of :class:`CallerLimits`) and request checks, not yet
-    bound nor started."""
+    """An asyncio gRPC server with authentication (the tokens of the sessions
+    ``revocations`` lists refused), limits (``limiter``, or one of ``limits``, or of the
+    defaults of :class:`CallerLimits`) and request checks, not yet bound nor started."""
     return grpc.aio.server(
-        interceptors=[DastInterceptor(jwt_secret, limits, limiter=limiter),
+        interceptors=[DastInterceptor(jwt_secret, limits, limiter=limiter,
+                                      revocations=revocations),
                       *extra_interceptors],
         options=server_options(max_message_bytes),
     )

@@ -644,6 +644,16 @@ async def _guest_already_moved(api: Api) -> object:
     return reply
 
 
+@trigger("session_revoked")
+async def _session_revoked(api: Api) -> object:
+    signed_in = await _accounts(api).SignInGuest(
+        accounts_pb2.AccountsServiceSignInGuestRequest(device_id="reasons-device-7"))
+    bearer = (("authorization", f"Bearer {signed_in.tokens.access_token}"),)
+    await _accounts(api).SignOut(accounts_pb2.SignOutRequest(), metadata=bearer)
+    return await _accounts(api).ListIdentities(accounts_pb2.ListIdentitiesRequest(),
+                                               metadata=bearer)
+
+
 @trigger("no_session")
 async def _no_session(api: Api) -> object:
     return await _accounts(api).SignOut(accounts_pb2.SignOutRequest(), metadata=api.auth("p0"))

@@ -141,6 +141,10 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     serves well. The app: retry after RetryInfo (a new connection may reach another
     replica).
     """
+    ERROR_REASON_SESSION_REVOKED: _ErrorReason.ValueType  # 25
+    """UNAUTHENTICATED: the token's session was ended (signed out, signed out everywhere, or
+    its refresh token reused); its open streams end with this too. The app: sign in again.
+    """
     ERROR_REASON_TABLE_NOT_FOUND: _ErrorReason.ValueType  # 100
     """---- The lobby (services/lobby/reasons.py LobbyReason) ----
     NOT_FOUND: no table has that id or invite code. The app: refresh the table list.
@@ -539,6 +543,10 @@ ERROR_REASON_SERVER_BUSY: ErrorReason.ValueType  # 24
 """RESOURCE_EXHAUSTED: the server holds all the streams, or handles all the calls, it
 serves well. The app: retry after RetryInfo (a new connection may reach another
 replica).
+"""
+ERROR_REASON_SESSION_REVOKED: ErrorReason.ValueType  # 25
+"""UNAUTHENTICATED: the token's session was ended (signed out, signed out everywhere, or
+its refresh token reused); its open streams end with this too. The app: sign in again.
 """
 ERROR_REASON_TABLE_NOT_FOUND: ErrorReason.ValueType  # 100
 """---- The lobby (services/lobby/reasons.py LobbyReason) ----
