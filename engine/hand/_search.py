@@ -36,6 +36,7 @@ from functools import cache
 from itertools import combinations
 from typing import Final
 
+from engine.hand._cores import meld_cores
 from engine.hand.screens import alive_of_faces, one_joker_bound, opening_value
 
 FACES: Final = 52
@@ -46,16 +47,21 @@ NEG: Final = -(10**9)
 """The value of an infeasible branch."""
 
 Choice = tuple[int, ...]
-"""A memoised decision: ``(LEAVE,)``, ``(MELD, j, *faces)`` or ``(LAY, t, j, low, high,
-*faces)`` (``low``/``high`` the run's new ends, 0 for a set); ``j`` is how many of the
-trailing faces jokers stand for (naturals first)."""
-Table = tuple[tuple[tuple[int, int, int], ...], tuple[tuple[int, int, int], ...], int]
+"""A memoised decision: ``(LEAVE,)``, ``(MELD, j, *faces)``, ``(LAY, t, j, low, high,
+*faces)`` (``low``/``high`` the run's new ends, 0 for a set) or ``(CORE, j, mask, value,
+*faces)`` (a new meld laid as its core, ``mask`` of the faces, worth ``value`` in the
+opening, and the rest after the joker retrievals: :mod:`engine.hand._cores`); ``j`` is
+how many of the trailing faces jokers stand for (naturals first)."""
+Table = tuple[tuple[tuple[int, int, int], ...], tuple[tuple[int, int, int], ...], int, int]
 """The table melds' changing part: runs ``(low, high, jokers)``, sets ``(suits, jokers,
-size)``; and the opening value of the new melds so far, capped at ``open_floor`` (0 when
-the search has no opening floor)."""
+size)``; the opening value of the new melds so far, capped at ``open_floor`` (0 when the
+search has no opening floor); and how many of the jokers left were retrieved this turn
+while they still count for nothing (``Search.uncounted_jokers``; 0 once the floor is
+reached)."""
 LEAVE: Final = 0
 MELD: Final = 1
 LAY: Final = 2
+CORE: Final = 3
 
 
 def _by_weight(option: tuple[Choice, int]) -> int:
@@ -201,6 +207,12 @@ class Search:
     open_floor: int = 0
     """When above 0: a plan is feasible only if its new melds' opening values (A-2-3's ace
     at ``ace_low_value``, a joker at its face) reach it (an unopened seat's threshold)."""
+    uncounted_jokers: int = 0
+    """How many of ``jokers`` the seat retrieved from the table this turn, before opening:
+    they come after the opening, so in the opening values (``mode == "open"``, or below
+    ``open_floor``) a new meld holding one counts only its core (:mod:`engine.hand._cores`).
+    Jokers are alike otherwise, so the search follows only how many retrieved ones are
+    left (a joker in no core is taken from them first). Ignored when nothing counts."""
     memo: dict[tuple[object, ...], tuple[int, Choice | None, bool]] = field(
         default_factory=dict)
     """State -> (value, best choice, whether the value is exact or an upper bound)."""
@@ -248,6 +260,8 @@ class Search:
         self.track_faces = no_table and (
             self.live_bound or self.exact_left or self.required_face >= 0
         )
+        if self.mode != "open" and not self.open_floor:
+            self.uncounted_jokers = 0  # nothing counts: a retrieved joker is any joker
         weighs = (self.mode, self.ace_low_value if self.mode == "open" else 0,
                   self.joker_penalty if self.mode == "penalty" else 0, self.max_jokers)
         self.shared_choices = _CHOICES.setdefault(weighs, {})
@@ -301,6 +315,7 @@ class Search:
             tuple((r.low, r.high, r.jokers) for r in self.runs),
             tuple((s.suits, s.jokers, s.size) for s in self.sets),
             0,
+            self.uncounted_jokers,
         )
 
     def solve(self, left: int = 0, floor: int = NEG + 1) -> int:
@@ -373,11 +388,13 @@ class Search:
             options = listed
         else:
             options = self._shared_choices(x, jokers, left)
+        if table[3]:  # retrieved jokers that count for nothing: new melds by their cores
+            options = self._with_cores(options, jokers, table[3], need_face, need_joker)
         required = self.required_face
         for choice, weight in options:
             child_alpha = (alpha if alpha > best_value else best_value) - weight
             kind = choice[0]
-            if kind == LAY:
+            if kind >= LAY:  # a lay-off, or a meld by its core
                 value = self._follow(
                     x, choice, weight, jokers, left, table, need_face, need_joker, child_alpha)
             else:
@@ -399,7 +416,10 @@ class Search:
                     floor = self.open_floor
                     if floor and table[2] < floor:
                         opened = table[2] + _opening_value(choice[2:], self.ace_low_value)
-                        n_table = (table[0], table[1], min(floor, opened))
+                        n_table = (
+                            (table[0], table[1], opened, table[3]) if opened < floor
+                            else (table[0], table[1], floor, 0)
+                        )
                 self._take(removed)
                 if n_face and counts[required] == 0:
                     value = NEG  # the required face's last copy left the hand unmelded
@@ -447,8 +467,25 @@ class Search:
             if self.required_face in removed:
                 need_face = False
             if self.open_floor and table[2] < self.open_floor:
-                value = min(self.open_floor, table[2] + _opening_value(faces, self.ace_low_value))
-                table = (table[0], table[1], value)
+                table = self._opened(table, _opening_value(faces, self.ace_low_value), table[3])
+        elif choice[0] == CORE:
+            used_jokers, mask, value = choice[1], choice[2], choice[3]
+            faces = choice[4:]
+            removed.extend(faces[: len(faces) - used_jokers])
+            # The core's jokers are the seat's own (the taken joker among them, if this
+            # meld holds it); every other one is a retrieved joker while any is left.
+            own = (mask >> (len(faces) - used_jokers)).bit_count()
+            if need_joker and used_jokers:
+                own = max(own, 1)
+                need_joker = False
+            uncounted = table[3] - min(used_jokers - own, table[3])
+            jokers -= used_jokers
+            if self.required_face in removed:
+                need_face = False
+            if self.open_floor:
+                table = self._opened(table, value, uncounted)
+            else:
+                table = (table[0], table[1], table[2], uncounted)
         else:
             t, used_jokers = choice[1], choice[2]
             faces = choice[5:]
@@ -498,19 +535,60 @@ class Search:
         self.restore(removed)
         return value
 
+    def _opened(self, table: Table, value: int, uncounted: int) -> Table:
+        """``table`` after a new meld worth ``value`` in the opening, ``uncounted``
+        retrieved jokers left (forgotten once the floor is reached: nothing counts then)."""
+        opened = table[2] + value
+        if opened < self.open_floor:
+            return (table[0], table[1], opened, uncounted)
+        return (table[0], table[1], self.open_floor, 0)
+
     def _extend(
         self, table: Table, t: int, low: int, high: int, face: int, used_jokers: int
     ) -> Table:
-        runs, sets, opened = table
+        runs, sets, opened, uncounted = table
+        uncounted -= min(used_jokers, uncounted)  # a lay-off's jokers count for nothing
         if t < len(runs):
             new_runs = list(runs)
             new_runs[t] = (low, high, runs[t][2] + used_jokers)
-            return (tuple(new_runs), sets, opened)
+            return (tuple(new_runs), sets, opened, uncounted)
         index = t - len(runs)
         suits, jokers, size = sets[index]
         new_sets = list(sets)
         new_sets[index] = (suits | (1 << (face // RANKS)), jokers + used_jokers, size + 1)
-        return (runs, tuple(new_sets), opened)
+        return (runs, tuple(new_sets), opened, uncounted)
+
+    def _with_cores(
+        self, options: Sequence[tuple[Choice, int]], jokers: int, uncounted: int,
+        need_face: bool, need_joker: bool,
+    ) -> list[tuple[Choice, int]]:
+        """``options`` with each new meld holding jokers listed by its cores instead
+        (:func:`~engine.hand._cores.meld_cores`), those the seat's own jokers allow: while
+        retrieved jokers count for nothing, what a meld is worth in the opening depends on
+        which part of it is laid with the opening."""
+        own = jokers - uncounted
+        listed: list[tuple[Choice, int]] = []
+        for choice, weight in options:
+            used = choice[1] if choice[0] == MELD else 0
+            if not used:
+                listed.append((choice, weight))
+                continue
+            faces = choice[2:]
+            required = (
+                self.required_face
+                if need_face and self.required_face in faces[: len(faces) - used] else -1
+            )
+            for mask, held, value in meld_cores(
+                faces, used, self.ace_low_value, required, need_joker
+            ):
+                if max(held, 1 if need_joker else 0) <= own:
+                    listed.append((
+                        (CORE, used, mask, value, *faces),
+                        value if self.mode == "open" else weight,
+                    ))
+        if self.mode != "none":
+            listed.sort(key=_by_weight, reverse=True)
+        return listed
 
     # ---- the choices for the lowest remaining face x ----
     def _shared_choices(self, x: int, jokers: int, left: int) -> Sequence[tuple[Choice, int]]:
@@ -542,7 +620,7 @@ class Search:
             reached = _reach_shape(shape)
             found = shared.get(reached)
             if found is None:
-                listed = self.choices(x, jokers, left, ((), (), 0), False)
+                listed = self.choices(x, jokers, left, ((), (), 0, 0), False)
                 if self.mode != "none":
                     listed.sort(key=_by_weight, reverse=True)
                 # Tuples of ints only: the garbage collector soon stops tracking them, so

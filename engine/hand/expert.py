@@ -16,7 +16,8 @@ card is equally likely to come off the stock next.
   when the card can be used at once: a sure step where the stock gives a chance of one);
   but before opening, where taking it would oblige the seat to open this turn, draw from
   the stock instead when rollouts find that keeping the choice scores better.
-- **Go out** whenever the solver finds how (the "hand" lay-down first, before opening);
+- **Go out** whenever the solver finds how (the "hand" lay-down first, before opening;
+  once opened, the joker retrievals of its plan first, then its melds at once);
   open as soon as allowed, unless rollouts find that keeping the melds in hand for a
   "hand" (−60, every other figure doubled) scores better; then lay the meld that lays the
   most cards, and the lay-offs of the solver's plan, and joker retrievals.
@@ -150,14 +151,14 @@ class _Table:
                 max_jokers=options.max_jokers_per_meld, joker_penalty=options.joker_penalty,
                 keep=keep,
             )
-            melded = 0
-            for meld in penalty.melds:
-                for card in meld.cards:
-                    melded |= 1 << card
+            left = 0
+            for card in penalty.left:
+                left |= 1 << card
             laid_off = 0
             for lay_off in penalty.lay_offs:
                 laid_off |= 1 << lay_off.card
-            found = self._plans[(hand, keep)] = (hand & ~melded & ~laid_off, penalty.points)
+            # what stays in hand: a table joker the plan retrieves may be among it
+            found = self._plans[(hand, keep)] = (left, penalty.points)
             self._laid_off[(hand, keep)] = laid_off
         return found
 
@@ -376,9 +377,13 @@ def _meld_or_discard(
             table.hand, table.melds, has_opened=True, open_min=options.open_min,
             ace_low_value=options.ace_low_value, max_jokers=options.max_jokers_per_meld,
         )
-        # Going out: lay the solver's melds at once (the greedy longest meld first may
-        # strand cards), then its lay-offs below.
-        if plan is not None and plan.melds and not plan.retrievals:
+        # Going out: make the solver's joker retrievals first, then lay its melds at once
+        # (the greedy longest meld first may strand cards), then its lay-offs below.
+        if plan is not None and plan.retrievals:
+            retrieval = plan.retrievals[0]
+            return hand_pb2.HandCommand(retrieve_joker=hand_pb2.RetrieveJoker(
+                meld_id=view.melds[retrieval.meld_index].id, cards=retrieval.cards))
+        if plan is not None and plan.melds:
             return hand_pb2.HandCommand(lay_melds=hand_pb2.LayMelds(
                 melds=[meld_spec_of(meld) for meld in plan.melds]))
     if lay_downs:

@@ -115,13 +115,10 @@ class Race:
                 max_jokers=options.max_jokers_per_meld, joker_penalty=options.joker_penalty,
                 keep=1,
             )
-            used = 0
-            for meld in penalty.melds:
-                for card in meld.cards:
-                    used |= 1 << card
-            for lay_off in penalty.lay_offs:
-                used |= 1 << lay_off.card
-            found = self._plans[key] = (hand & ~used, penalty.points, tuple(penalty.melds))
+            left = 0  # a table joker the plan retrieves may stay in hand
+            for card in penalty.left:
+                left |= 1 << card
+            found = self._plans[key] = (left, penalty.points, tuple(penalty.melds))
         return found
 
     def _can_open(self, hand: CardSet) -> bool:

@@ -17,8 +17,9 @@ from engine import hand
 from engine.core.cards import mask_of
 from engine.core.fairness import commit
 from engine.hand.cards import parse_hand_cards
-from engine.hand.codec import hand_command, hand_event
+from engine.hand.codec import hand_command, hand_event, meld_spec_of
 from engine.hand.rules import resolve_rules
+from engine.hand.solver import GoOutPlan, Penalty
 from engine.hand.state import HandState, Phase
 
 SEED = bytes(range(32))
@@ -129,3 +130,31 @@ def spec(text: str, **jokers: str) -> hand_pb2.MeldSpec:
 def lay(*specs: hand_pb2.MeldSpec) -> hand_pb2.LayMelds:
     """A LayMelds of the given specs."""
     return hand_pb2.LayMelds(melds=list(specs))
+
+
+def play_plan(state: HandState, seat: int, plan: GoOutPlan | Penalty) -> HandState:
+    """Send a solver's plan to the engine, step by step as its docstring orders them (the
+    opening's melds in one ``LayMelds``, the retrievals, the other melds, the lay-offs;
+    table meld ``i`` is ``state.melds[i]``, new ones numbered after them as the engine
+    does); return the state before the discard. Raises what ``decide`` raises."""
+    ids = [table_meld.id for table_meld in state.melds]
+
+    def send(**move: Any) -> None:
+        nonlocal state
+        state = act(state, seat, **move)[1]
+
+    opening, later = plan.melds[: plan.opening_melds], plan.melds[plan.opening_melds:]
+    if opening:
+        send(lay_melds=hand_pb2.LayMelds(melds=[meld_spec_of(m) for m in opening]))
+    for retrieval in plan.retrievals:
+        send(retrieve_joker=hand_pb2.RetrieveJoker(
+            meld_id=ids[retrieval.meld_index], cards=retrieval.cards))
+    if later:
+        send(lay_melds=hand_pb2.LayMelds(melds=[meld_spec_of(m) for m in later]))
+    for step in plan.lay_offs:
+        index = step.meld_index
+        move = hand_pb2.LayOff(meld_id=ids[index] if index < len(ids) else index, card=step.card)
+        if step.joker_face is not None:
+            move.joker_face = step.joker_face
+        send(lay_off=move)
+    return state

@@ -1,8 +1,12 @@
 """The exact solver agrees with an independent brute force on small hands.
 
-The brute force knows nothing of the solver's counts, positions or memo: it tries every
-subset of physical cards as a meld through :func:`validate_meld` (every plausible joker
-face), every family of disjoint melds, and every sequence of :func:`lay_off` calls.
+The brute force knows nothing of the solver's counts, positions, cores or memo: it tries
+every subset of physical cards as a meld through :func:`validate_meld` (every plausible
+joker face), every family of disjoint melds, every sequence of :func:`retrieve_joker`
+calls and every sequence of :func:`lay_off` calls, in the order a turn allows them: a
+seat that has not opened lays its opening (melds of its own cards reaching the
+threshold) before it may retrieve a joker or lay off, and may then lay off onto its
+opening's melds too (docs/rules/hand.md "Opening", "Joker retrieval").
 docs/rules/hand.md "What the bot and the client need from the engine".
 """
 
@@ -25,7 +29,7 @@ from engine.hand.cards import (
     penalty_value,
 )
 from engine.hand.melds import Meld, lay_off, meld_value, retrieve_joker, validate_meld
-from engine.hand.solver import best_opening, can_go_out, min_penalty
+from engine.hand.solver import GoOutPlan, Penalty, best_opening, can_go_out, min_penalty
 
 # Faces near the corners of a suit (2 3 4 5 and Q K A) in three suits, both packs, and
 # both jokers: small random hands then hold runs, sets, aces low and high, and wraps.
@@ -36,10 +40,12 @@ UNIVERSE = sorted(
 TABLE_CHOICES: tuple[tuple[str, dict[int, int]], ...] = (
     ("3♠' 4♠' 5♠'", {}),
     ("Q♥ K♥ A♥", {}),
-    ("2♣ 3♣ JK2", {105: 2 * 13 + 2}),
+    ("2♣ 3♣ JK2", {105: 2 * 13 + 2}),  # JK2 = 4♣
     ("K♠ K♥ K♣", {}),
     ("5♥ 5♣ 5♦", {}),
     ("A♦ 2♦ 3♦", {}),
+    ("Q♠' JK1 A♠'", {104: 11}),  # JK1 = K♠
+    ("2♥' 2♦ JK1", {104: 0}),  # JK1 = 2♠: 2♠ and 2♣ take its place together
 )
 
 
@@ -77,43 +83,82 @@ def _melds_of(cards: frozenset[int], max_jokers: int) -> list[tuple[frozenset[in
 
 def _families(cards: frozenset[int], max_jokers: int) -> list[tuple[frozenset[int], int]]:
     """Every family of disjoint melds: (cards left, opening total)."""
+    return [(left, total) for left, total, _melds in _laid(cards, max_jokers)]
+
+
+@cache
+def _laid(
+    cards: frozenset[int], max_jokers: int
+) -> tuple[tuple[frozenset[int], int, tuple[Meld, ...]], ...]:
+    """Every family of disjoint melds: (cards left, opening total, the melds)."""
     melds = _melds_of(cards, max_jokers)
-    out: list[tuple[frozenset[int], int]] = []
+    out: list[tuple[frozenset[int], int, tuple[Meld, ...]]] = []
 
-    def walk(left: frozenset[int], total: int, start: int) -> None:
-        out.append((left, total))
+    def walk(left: frozenset[int], total: int, start: int, chosen: tuple[Meld, ...]) -> None:
+        out.append((left, total, chosen))
         for i in range(start, len(melds)):
-            used, value, _meld = melds[i]
+            used, value, meld = melds[i]
             if used <= left:
-                walk(left - used, total + value, i + 1)
+                walk(left - used, total + value, i + 1, (*chosen, meld))
 
-    walk(cards, 0, 0)
-    return out
+    walk(cards, 0, 0, ())
+    return tuple(out)
 
 
 def _lay_off_outcomes(
     left: frozenset[int], table: tuple[Meld, ...], max_jokers: int
 ) -> set[frozenset[int]]:
     """Every set of cards that can remain after laying off any of ``left`` in sequence."""
+    return set(_lay_off_walk(left, table, max_jokers))
 
-    @cache
-    def walk(rest: frozenset[int], melds: tuple[Meld, ...]) -> frozenset[frozenset[int]]:
-        results = {rest}
-        for card in rest:
-            for index, meld in enumerate(melds):
-                faces: list[int | None] = [None]
-                if is_joker(card):
-                    faces = list(_joker_faces([c for c in meld.cards if not is_joker(c)]))
-                for face in faces:
-                    try:
-                        new = lay_off(meld, card, face, max_jokers=max_jokers)
-                    except RuleViolation:
-                        continue
-                    changed = (*melds[:index], new, *melds[index + 1:])
-                    results |= walk(rest - {card}, changed)
-        return frozenset(results)
 
-    return set(walk(left, table))
+@cache
+def _lay_off_walk(
+    rest: frozenset[int], melds: tuple[Meld, ...], max_jokers: int
+) -> frozenset[frozenset[int]]:
+    results = {rest}
+    for card in rest:
+        for index, meld in enumerate(melds):
+            faces: list[int | None] = [None]
+            if is_joker(card):
+                faces = list(_joker_faces([c for c in meld.cards if not is_joker(c)]))
+            for face in faces:
+                try:
+                    new = lay_off(meld, card, face, max_jokers=max_jokers)
+                except RuleViolation:
+                    continue
+                changed = (*melds[:index], new, *melds[index + 1:])
+                results |= _lay_off_walk(rest - {card}, changed, max_jokers)
+    return frozenset(results)
+
+
+def assert_replays(plan: GoOutPlan | Penalty, hand: list[int], table: tuple[Meld, ...]) -> None:
+    """The plan's steps are valid in their order (the opening's melds, the retrievals, the
+    other melds, the lay-offs, numbered as the engine numbers melds), and each card of the
+    hand and of the retrievals ends in exactly one place."""
+    current = list(table)
+    held = list(hand)
+    opening, later = plan.melds[: plan.opening_melds], plan.melds[plan.opening_melds:]
+    laid = [c for m in opening for c in m.cards]
+    assert set(laid) <= set(held)
+    held = [c for c in held if c not in laid]
+    current += opening
+    for retrieval in plan.retrievals:
+        assert set(retrieval.cards) <= set(held)
+        current[retrieval.meld_index], joker = retrieve_joker(
+            current[retrieval.meld_index], retrieval.cards)
+        assert joker == retrieval.joker
+        held = [c for c in held if c not in retrieval.cards] + [joker]
+    laid = [c for m in later for c in m.cards]
+    assert set(laid) <= set(held)
+    held = [c for c in held if c not in laid]
+    current += later
+    for step in plan.lay_offs:
+        assert step.card in held
+        current[step.meld_index] = lay_off(current[step.meld_index], step.card, step.joker_face)
+        held.remove(step.card)
+    left = [plan.discard] if isinstance(plan, GoOutPlan) else list(plan.left)
+    assert sorted(held) == sorted(left)
 
 
 def _penalty(cards: frozenset[int]) -> int:
@@ -150,12 +195,15 @@ tables = st.lists(st.sampled_from(range(len(TABLE_CHOICES))), max_size=2, unique
 
 
 def _table(indexes: list[int], hand: list[int]) -> tuple[Meld, ...]:
+    """The chosen table melds that share no card with the hand or one another."""
     melds = []
+    taken = set(hand)
     for index in indexes:
         text, faces = TABLE_CHOICES[index]
         cards = parse_hand_cards(text)
-        if not set(cards) & set(hand):
+        if not set(cards) & taken:
             melds.append(validate_meld(cards, faces))
+            taken |= set(cards)
     return tuple(melds)
 
 
@@ -203,22 +251,47 @@ def _retrieved(
     return found
 
 
+def _melding(
+    hand: frozenset[int], table: tuple[Meld, ...], must: int | None
+) -> set[frozenset[int]]:
+    """Every set of cards a seat that has opened can keep: joker retrievals, new melds
+    (holding ``must``), lay-offs onto ``table`` (a lay-off onto a new meld of its own is
+    that meld laid larger)."""
+    kept: set[frozenset[int]] = set()
+    for held, melds in _retrieved(hand, table, must):
+        for left, _total in _families(held, 1):
+            if must is None or must not in left:
+                kept |= _lay_off_outcomes(left, melds, 1)
+    return kept
+
+
+def _kept(
+    hand: frozenset[int], table: tuple[Meld, ...], has_opened: bool, open_min: int,
+    must: int | None,
+) -> set[frozenset[int]]:
+    """Every set of cards the seat can keep after melding (the "hand" finish aside): once
+    opened, :func:`_melding`; before, an opening of one meld at least reaching
+    ``open_min`` from its own cards, then :func:`_melding` on the table with the opening's
+    melds, or nothing laid at all."""
+    if has_opened:
+        return _melding(hand, table, must)
+    kept = {hand}
+    for left, total, opening in _laid(hand, 1):
+        if total >= max(open_min, 1):
+            kept |= _melding(left, table + opening, must if must in left else None)
+    return kept
+
+
 def _goes_out(
     hand: frozenset[int], table: tuple[Meld, ...], has_opened: bool, open_min: int,
     must: int | None,
 ) -> tuple[bool, bool]:
-    """(a "hand" finish exists, an ordinary finish exists), by brute force; a seat that has
-    opened may retrieve table jokers first."""
-    families = _families(hand, 1)
-    fits = [(left, total) for left, total in families if must is None or must not in left]
-    is_hand = not has_opened and any(len(left) == 1 for left, _ in fits)
-    positions = _retrieved(hand, table, must) if has_opened else [(hand, table)]
-    regular = any(
-        any(len(rest) == 1 for rest in _lay_off_outcomes(left, melds, 1))
-        for held, melds in positions
-        for left, total in (fits if held == hand else _families(held, 1))
-        if (must is None or must not in left) and (has_opened or total >= max(open_min, 1))
+    """(a "hand" finish exists, an ordinary finish exists), by brute force."""
+    is_hand = not has_opened and any(
+        len(left) == 1 and (must is None or must not in left)
+        for left, _total in _families(hand, 1)
     )
+    regular = any(len(left) == 1 for left in _kept(hand, table, has_opened, open_min, must))
     return is_hand, regular
 
 
@@ -238,28 +311,23 @@ def test_can_go_out_equals_brute_force(
     if plan is None:
         return
     assert plan.is_hand == is_hand
-    # the plan replays: retrievals, melds from the hand, lay-offs valid in order, a discard
-    current = list(table)
-    held = list(hand)
-    for retrieval in plan.retrievals:
-        current[retrieval.meld_index], joker = retrieve_joker(
-            current[retrieval.meld_index], retrieval.cards)
-        assert joker == retrieval.joker
-        held = [c for c in held if c not in retrieval.cards] + [joker]
-    used = [c for m in plan.melds for c in m.cards] + [lo.card for lo in plan.lay_offs]
-    assert sorted([*used, plan.discard]) == sorted(held)
-    for step in plan.lay_offs:
-        current[step.meld_index] = lay_off(current[step.meld_index], step.card, step.joker_face)
+    assert_replays(plan, hand, table)
     if plan.is_hand:
         assert not plan.lay_offs and not plan.retrievals
     elif not has_opened:
-        assert plan.total >= open_min and not plan.retrievals
+        opening = plan.melds[: plan.opening_melds]
+        assert opening and sum(meld_value(m) for m in opening) >= open_min
+    else:
+        assert plan.opening_melds == 0
     # the taken discard must end in a new meld (docs/rules/hand.md "A turn" 1)
     must = hand[0]
     must_hand, must_regular = _goes_out(frozenset(hand), table, has_opened, open_min, must)
     forced = can_go_out(hand, table, has_opened=has_opened, open_min=open_min, must_use=must)
     assert (forced is not None) == (must_hand or must_regular)
-    assert forced is None or any(must in m.cards for m in forced.melds)
+    if forced is not None:
+        assert_replays(forced, hand, table)
+        assert any(must in m.cards for m in forced.melds)
+        assert all(r.cards.count(must) == 0 for r in forced.retrievals)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -272,18 +340,14 @@ def test_min_penalty_equals_brute_force(
     # docs/rules/hand.md "Scoring": penalty values left in hand (A 11, joker 15); a seat that
     # has not opened lays nothing unless it opens (>= open_min) or lays a "hand".
     table = _table(table_indexes, hand) if can_lay else ()
-    families = _families(frozenset(hand), 1)
-    expected = min(
-        _penalty(rest)
-        for left, total in families
-        if has_opened or total >= open_min or left == frozenset(hand)
-        for rest in _lay_off_outcomes(left, table, 1)
-        if len(rest) >= keep and (has_opened or total >= open_min or rest == left)
-    )
+    kept = _kept(frozenset(hand), table, has_opened, open_min, None)
+    expected = min(_penalty(rest) for rest in kept if len(rest) >= keep)
     if not has_opened and keep <= 1:
+        families = _families(frozenset(hand), 1)
         expected = min([expected, *(_penalty(left) for left, _ in families if len(left) == 1)])
     found = min_penalty(hand, table_melds=table, can_lay_off=can_lay, keep=keep,
                         has_opened=has_opened, open_min=open_min)
     assert found.points == expected
-    used = [c for m in found.melds for c in m.cards] + [lo.card for lo in found.lay_offs]
-    assert _penalty(frozenset(hand) - set(used)) == found.points
+    assert _penalty(frozenset(found.left)) == found.points and len(found.left) >= keep
+    if found.melds or found.lay_offs or found.retrievals:
+        assert_replays(found, hand, table)

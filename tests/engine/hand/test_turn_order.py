@@ -18,7 +18,7 @@ from engine.hand.errors import HandCode
 from engine.hand.melds import validate_meld
 from engine.hand.solver import can_go_out, min_penalty
 from engine.hand.state import HandState, TableMeld
-from tests.engine.hand.table import act, cards, kinds, lay, spec, table, turn_of
+from tests.engine.hand.table import act, cards, kinds, lay, play_plan, spec, table, turn_of
 
 DRAW = {"draw_from_stock": hand_pb2.DrawFromStock()}
 TAKE = {"take_discard": hand_pb2.TakeDiscard()}
@@ -161,6 +161,75 @@ def test_can_go_out_considers_joker_retrievals() -> None:
     _, state = act(state, 0, lay_melds=lay(spec("7♠ 8♠ JK1", JK1="6♠")))
     events, _ = act(state, 0, **discard("2♥"))
     assert finish(events)[0] == hand_pb2.HAND_FINISH_OUT
+
+
+def test_a_seat_opening_this_turn_may_retrieve_a_joker_after_its_opening_to_go_out() -> None:
+    # docs/rules/hand.md "Opening", "Joker retrieval": open with K♠ K♥ K♣ and 10♦ J♦ Q♦
+    # (60), then retrieve the joker of 4♦ JK1 6♦ with 5♦', meld 7♠ 8♠ JK1, discard 2♠.
+    run = on_table(0, 1, "4♦ JK1 6♦", JK1="5♦")
+    held = cards("K♠ K♥ K♣ Q♦ J♦ 10♦ 5♦' 7♠ 8♠ 2♠")
+    plan = can_go_out(held, (run.meld,), has_opened=False)
+    assert plan is not None and not plan.is_hand and plan.discard == parse_hand_card("2♠")
+    opening = plan.melds[: plan.opening_melds]
+    assert sorted(sorted(m.cards) for m in opening) == sorted(
+        [sorted(cards("K♠ K♥ K♣")), sorted(cards("10♦ J♦ Q♦"))])
+    assert [(r.meld_index, r.cards, r.joker) for r in plan.retrievals] == [
+        (0, tuple(cards("5♦'")), 104)
+    ]
+    assert [sorted(m.cards) for m in plan.melds[plan.opening_melds:]] == [
+        sorted(cards("7♠ 8♠ JK1"))
+    ]
+    # The engine plays the plan: the retrieval comes once the opening reached 51.
+    state = drawn("K♠ K♥ K♣ Q♦ J♦ 10♦ 5♦' 7♠ 8♠", stock="2♠ 4♣'", melds=(run,), opened=(1,))
+    retrieve = {"retrieve_joker": hand_pb2.RetrieveJoker(meld_id=0, cards=cards("5♦'"))}
+    assert violation(state, **retrieve) == HandCode.NOT_OPENED
+    events, _ = act(play_plan(state, 0, plan), 0, **discard("2♠"))
+    assert finish(events)[0] == hand_pb2.HAND_FINISH_OUT
+
+
+def test_a_retrieved_joker_counts_in_no_opening() -> None:
+    # docs/rules/hand.md "Opening": the retrieval needs the opening first, so Q♦ J♦ JK1
+    # cannot help K♠ K♥ K♣ (30) reach 51.
+    run = validate_meld(cards("4♦ JK1 6♦"), {104: parse_card("5♦")})
+    held = cards("K♠ K♥ K♣ Q♦ J♦ 5♦' 2♠")
+    assert can_go_out(held, (run,), has_opened=False) is None
+    assert can_go_out(held, (run,), has_opened=False, open_min=30) is not None
+    assert min_penalty(held, table_melds=(run,), has_opened=False, keep=1).points == (
+        30 + 10 + 10 + 5 + 2
+    )
+
+
+def test_a_retrieved_joker_may_extend_a_meld_of_the_opening() -> None:
+    # docs/rules/hand.md "Laying off": the joker freed by Q♣ and Q♦ (the full set has no
+    # room left) is laid off onto the seat's own K♠ K♥ K♣, laid in its opening this turn.
+    queens = on_table(0, 1, "Q♠ Q♥ JK2", JK2="Q♣")
+    held = cards("K♠ K♥ K♣ 9♦ 10♦ J♦ Q♣ Q♦ 2♠")
+    plan = can_go_out(held, (queens.meld,), has_opened=False)
+    assert plan is not None and plan.retrievals and plan.discard == parse_hand_card("2♠")
+    assert [(step.meld_index >= 1, step.card) for step in plan.lay_offs] == [(True, 105)]
+    state = drawn("K♠ K♥ K♣ 9♦ 10♦ J♦ Q♣ Q♦", stock="2♠ 4♣'", melds=(queens,), opened=(1,))
+    events, _ = act(play_plan(state, 0, plan), 0, **discard("2♠"))
+    assert finish(events)[0] == hand_pb2.HAND_FINISH_OUT
+
+
+def test_min_penalty_counts_a_retrieved_joker_melded_again() -> None:
+    # docs/rules/hand.md "Joker retrieval": 5♦' frees the joker of 4♦ JK1 6♦ for 7♠ 8♠ JK1,
+    # leaving 2♥ (2 points) where keeping the cards leaves 22.
+    run = validate_meld(cards("4♦ JK1 6♦"), {104: parse_card("5♦")})
+    held = cards("7♠ 8♠ 5♦' 2♥")
+    penalty = min_penalty(held, table_melds=(run,), keep=1)
+    assert penalty.points == 2 and penalty.left == tuple(cards("2♥"))
+    assert [(r.meld_index, r.cards) for r in penalty.retrievals] == [(0, tuple(cards("5♦'")))]
+    assert min_penalty(held, table_melds=(run,), keep=1, can_lay_off=False).points == 22
+    # Once retrieved the joker may go back onto the run, at one end.
+    back = min_penalty(cards("5♦' 2♥ 9♣"), table_melds=(run,), keep=1)
+    assert back.points == 11 and [step.card for step in back.lay_offs] == [104]
+    # A full set takes nothing back: the joker would stay in hand, costing 15 for a Q's 10;
+    # with jokers worth nothing, it stays there and saves the 10.
+    queens = validate_meld(cards("Q♠ Q♥ Q♣ JK2"), {105: parse_card("Q♦")})
+    assert min_penalty(cards("Q♦ 2♥ 9♣"), table_melds=(queens,), keep=1).points == 21
+    cheap = min_penalty(cards("Q♦ 2♥ 9♣"), table_melds=(queens,), keep=1, joker_penalty=0)
+    assert cheap.points == 11 and sorted(cheap.left) == sorted(cards("2♥ 9♣ JK2"))
 
 
 def test_min_penalty_respects_the_opening_minimum_before_opening() -> None:
