@@ -34,11 +34,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.places import delete_streams, fresh_schema
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2
 from services.compose import StackOptions, running_stack
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
 from services.platform.bus import Bus
 from services.platform.nats_names import NatsNames
+from tests.support.tokens import TEST_KEYS
+from tests.support.tokens import token as signed_token
 
-SECRET = "bench-secret-of-the-bot-tables-0123456789abcdef"
 DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 
@@ -57,7 +58,7 @@ async def _matches_ended(bus: Bus, game_ids: set[str], done: asyncio.Event) -> N
 
 async def _play(address: str, bus: Bus, matches: int, tables: int, target: int) -> float:
     """Play ``matches`` bot-only matches, ``tables`` at a time; matches per minute."""
-    token = mint_token(SECRET, "bench", Role.SERVICE)
+    token = signed_token("bench", Role.SERVICE)
     metadata = (("authorization", f"Bearer {token}"),)
     async with grpc.aio.insecure_channel(address) as channel:
         stub = game_pb2_grpc.GameServiceStub(channel)
@@ -90,7 +91,7 @@ async def embedded(matches: int, tables: int, target: int) -> float:
     with tempfile.TemporaryDirectory() as directory:
         url = f"sqlite:///{Path(directory) / 'bench.sqlite3'}"
         options = StackOptions(timers=False, presence=False)
-        async with running_stack(SECRET, store_url=url, options=options) as run:
+        async with running_stack(TEST_KEYS, store_url=url, options=options) as run:
             return await _play(run.address, run.stack.bus, matches, tables, target)
 
 
@@ -102,7 +103,7 @@ async def pg_nats(matches: int, tables: int, target: int) -> float:
     with fresh_schema(database_url) as url:
         options = StackOptions(timers=False, presence=False)
         try:
-            async with running_stack(SECRET, store_url=url, nats_url=nats_url, options=options,
+            async with running_stack(TEST_KEYS, store_url=url, nats_url=nats_url, options=options,
                                      deployment=deployment) as run:
                 return await _play(run.address, run.stack.bus, matches, tables, target)
         finally:

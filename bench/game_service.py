@@ -55,10 +55,10 @@ from bench.report import print_figures
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2, log_pb2
 from engine import hokm
 from services.compose import settle_collector
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
+from tests.support.tokens import token, token_environment
 
 ROOT = Path(__file__).resolve().parent.parent
-SECRET = "bench-secret-0123456789abcdef0123456789abcdef"
 SIGNING_KEY = "7EFAsGnUp4zHFey+CBcvHjthCWzbsquVN2MU7+ETZuI="
 """base64 of sha256("dast-bench"): the servers' log-signing key (needed with PostgreSQL)."""
 ECHO_METHOD = "/bench.Echo/Echo"
@@ -102,8 +102,9 @@ def _game_server(
     """``dast serve`` of the game service alone (or ``command`` run with its settings)."""
     return _spawn(
         command or [sys.executable, "-m", "services.compose"],
-        {"DAST_LISTEN": "127.0.0.1:0", "DAST_JWT_SECRET": SECRET, "DAST_LOG_LEVEL": "warning",
-         "DAST_SIGNING_KEY": SIGNING_KEY, "DAST_SERVICES": "game", **env},
+        {"DAST_LISTEN": "127.0.0.1:0", **token_environment(["game"]),
+         "DAST_LOG_LEVEL": "warning", "DAST_SIGNING_KEY": SIGNING_KEY, "DAST_SERVICES": "game",
+         **env},
     )
 
 
@@ -211,7 +212,7 @@ async def _play(
 async def _run_game(
     address: str, games: int, seconds: float, interval: float = 0.0
 ) -> tuple[float, float, int]:
-    metadata = (("authorization", f"Bearer {mint_token(SECRET, 'bench', Role.ADMIN)}"),)
+    metadata = (("authorization", f"Bearer {token('bench', Role.ADMIN)}"),)
     scripts = [_script(number) for number in range(games)]
     async with grpc.aio.insecure_channel(address) as channel:
         stub = game_pb2_grpc.GameServiceStub(channel)

@@ -50,7 +50,6 @@ import grpc
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
 
 from bench.game_service import (
-    SECRET,
     _game_server,
     _run_echo,
     _run_game,
@@ -71,6 +70,7 @@ from services.platform.logging import configure_logging
 from services.platform.metrics import game_metrics
 from services.platform.server import bind, make_server
 from services.platform.store import AppendResult, LogEntry, MemoryEventStore, open_store
+from tests.support.tokens import TEST_KEYS
 
 ECHO_SERVER = [sys.executable, str(Path(__file__).resolve().parent / "game_service.py"),
                "--echo-server"]
@@ -111,7 +111,7 @@ def _fixed_replies() -> grpc.GenericRpcHandler:
 
 async def _stack_server() -> None:
     sys.setswitchinterval(GIL_SWITCH_SECONDS)
-    server = make_server(SECRET)
+    server = make_server(TEST_KEYS.ring)
     server.add_generic_rpc_handlers((_fixed_replies(),))
     port = bind(server, "127.0.0.1:0")
     await server.start()

@@ -66,12 +66,13 @@ from dast.v1 import (
     lobby_pb2_grpc,
 )
 from services.bot.policies import SeatView, decide
-from services.compose import settle_collector
-from services.platform.auth import Role, mint_token
+from services.compose import KNOWN_SERVICES, settle_collector
+from services.platform.auth import Role
 from services.platform.errors import reason_of, retry_after_of
+from tests.support.tokens import token as signed_token
+from tests.support.tokens import token_environment
 
 ROOT: Final = Path(__file__).resolve().parent.parent
-SECRET: Final = "bench-limits-secret-0123456789abcdef0123456789"
 ATTACKER: Final = "203.0.113.7"
 HOST: Final = "198.51.100.30"
 VICTIM: Final = "198.51.100.20"
@@ -103,8 +104,9 @@ def _server(data_dir: str, env: dict[str, str]) -> Server:
         os.sched_setaffinity(0, client_cores)  # this process and the flood's client
     return _spawn(
         [sys.executable, "-m", "services.compose"],
-        {"DAST_LISTEN": "127.0.0.1:0", "DAST_JWT_SECRET": SECRET, "DAST_LOG_LEVEL": "error",
-         "DAST_DATA_DIR": data_dir, **env},
+        {"DAST_LISTEN": "127.0.0.1:0", "DAST_LOG_LEVEL": "error", "DAST_DATA_DIR": data_dir,
+         **token_environment(env.get("DAST_SERVICES", ",".join(KNOWN_SERVICES)).split(",")),
+         **env},
         server_core,
     )
 
@@ -146,7 +148,7 @@ class Streams:
         async def follow(number: int, ready: asyncio.Future[None]) -> None:
             game = number % len(game_ids)
             stub = game_pb2_grpc.GameServiceStub(self.channels[number % len(self.channels)])
-            token = mint_token(SECRET, f"spectator-{number}", Role.PLAYER)
+            token = signed_token(f"spectator-{number}", Role.PLAYER)
             call = stub.Subscribe(game_pb2.SubscribeRequest(
                 game_id=game_ids[game], after_seq=heads[game] - 1), metadata=_auth(token))
             async for _ in call:
@@ -181,7 +183,7 @@ async def _play_commands(
 async def _stream_cost(address: str, server: Server, args: argparse.Namespace) -> dict[str, Any]:
     channels = [grpc.aio.insecure_channel(address, options=_OWN_CONNECTION) for _ in range(64)]
     stub = game_pb2_grpc.GameServiceStub(channels[0])
-    admin = _auth(mint_token(SECRET, "bench-admin", Role.ADMIN))
+    admin = _auth(signed_token("bench-admin", Role.ADMIN))
     games: list[tuple[str, list[Any]]] = []
     for number in range(args.cost_games):
         rules, seed, seated = _setup(number)

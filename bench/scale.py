@@ -74,7 +74,6 @@ import grpc
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
 
 from bench.game_service import (
-    SECRET,
     SIGNING_KEY,
     Samples,
     _play,
@@ -86,7 +85,9 @@ from bench.places import Place, fresh_place
 from bench.report import print_figures
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, log_pb2
 from services.compose import settle_collector
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
+from tests.support.tokens import token as signed_token
+from tests.support.tokens import token_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 BARE_SERVICE = "bench.Broadcast"
@@ -169,7 +170,8 @@ def _game_server(place: Place, nats_url: str, cpu: int | None = None) -> Server:
     separator = "&" if "?" in database_url else "?"
     return _spawn(
         [sys.executable, "-m", "services.compose"],
-        {"DAST_LISTEN": "127.0.0.1:0", "DAST_JWT_SECRET": SECRET, "DAST_LOG_LEVEL": "warning",
+        {"DAST_LISTEN": "127.0.0.1:0", **token_environment(["game"]),
+         "DAST_LOG_LEVEL": "warning",
          "DAST_SIGNING_KEY": SIGNING_KEY, "DAST_SERVICES": "game", **place.env(),
          "DAST_DATABASE_URL": f"{database_url}{separator}application_name={APPLICATION_NAME}",
          "DAST_NATS_URL": nats_url, **CAPACITY_LIMITS},
@@ -322,7 +324,7 @@ async def _stream_client(plan: StreamPlan) -> None:
     refused: collections.Counter[str] = collections.Counter()
     all_open = asyncio.Event()
     parse = game_pb2.SubscribeResponse.FromString
-    service = mint_token(SECRET, "bench-streams", Role.SERVICE)
+    service = signed_token("bench-streams", Role.SERVICE)
 
     def open_call(index: int) -> Any:
         channel = channels[index % len(channels)]
@@ -330,8 +332,8 @@ async def _stream_client(plan: StreamPlan) -> None:
             watch = channel.unary_stream(f"/{BARE_SERVICE}/Watch", response_deserializer=parse)
             return watch(b"")
         stub = game_pb2_grpc.GameServiceStub(channel)
-        token = service if plan.service_token else mint_token(
-            SECRET, f"spectator-{plan.first_index + index}", Role.PLAYER
+        token = service if plan.service_token else signed_token(
+            f"spectator-{plan.first_index + index}", Role.PLAYER
         )
         return stub.Subscribe(
             game_pb2.SubscribeRequest(game_id=plan.game_id, after_seq=plan.after_seq),
@@ -532,7 +534,7 @@ def _bare_broadcast(server: Server, stack: contextlib.ExitStack) -> Send:
 
 def _dast_game(server: Server, stack: contextlib.ExitStack) -> tuple[Send, str, int]:
     """A new game on ``server``, a way to play its next command, its id and head seq."""
-    admin = (("authorization", f"Bearer {mint_token(SECRET, 'bench', Role.ADMIN)}"),)
+    admin = (("authorization", f"Bearer {signed_token('bench', Role.ADMIN)}"),)
     channel = stack.enter_context(grpc.insecure_channel(server.address))
     stub = game_pb2_grpc.GameServiceStub(channel)
     rules, seed, seated = _setup(0)
@@ -592,7 +594,7 @@ async def _drive(
     replica's are, and the timed calls continue the games already under way. (Started anew,
     all the games' creations and first commands would come at once, in the first interval:
     a burst the stated rate does not contain, which alone made the p99.)"""
-    metadata = (("authorization", f"Bearer {mint_token(SECRET, 'bench', Role.ADMIN)}"),)
+    metadata = (("authorization", f"Bearer {signed_token('bench', Role.ADMIN)}"),)
     channels = [grpc.aio.insecure_channel(server.address) for server in servers]
     try:
         stubs = [game_pb2_grpc.GameServiceStub(channel) for channel in channels]

@@ -48,13 +48,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from dast.v1 import common_pb2, log_pb2, tournament_pb2, tournament_pb2_grpc
 from engine import tournament as engine
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
 from services.platform.nats_names import NatsNames
 from services.tournament import chain
 from tests.support.processes import ServiceProcess
 from tests.support.servers import free_port
+from tests.support.tokens import token as signed_token
+from tests.support.tokens import token_environment
 
-SECRET = "bench-tournament-secret-0123456789abcdef0123"
 SIGNING_KEY = "7EFAsGnUp4zHFey+CBcvHjthCWzbsquVN2MU7+ETZuI="
 DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
@@ -101,7 +102,7 @@ class Run:
         return {
             **os.environ, "DAST_DATABASE_URL": self.scoped_url, "DAST_NATS_URL": self.nats_url,
             "DAST_DEPLOYMENT": self.schema,
-            "DAST_JWT_SECRET": SECRET, "DAST_SIGNING_KEY": SIGNING_KEY,
+            "DAST_SIGNING_KEY": SIGNING_KEY,
             "DAST_GAME_TARGET": game_target, "DAST_LOG_LEVEL": "warning",
             # The bots of a benchmark act for thousands of seats at machine speed.
             "DAST_LIMIT_SERVICE_CALLS_PER_SECOND": "1000000",
@@ -144,11 +145,14 @@ async def stack(run: Run, logs: Path, *, game_replicas: int, bot_replicas: int =
     env = run.env("ipv4:" + ",".join(f"127.0.0.1:{port}" for port in game_ports))
     tag = f"g{game_replicas}"
     built = Stack(
-        [ServiceProcess(f"game-{i}", "game", port, env, logs / f"{tag}-game-{i}.log")
+        [ServiceProcess(f"game-{i}", "game", port, {**env, **token_environment(["game"])},
+                        logs / f"{tag}-game-{i}.log")
          for i, port in enumerate(game_ports)],
-        [ServiceProcess(f"bot-{i}", "bot", free_port(), env, logs / f"{tag}-bot-{i}.log")
+        [ServiceProcess(f"bot-{i}", "bot", free_port(), {**env, **token_environment(["bot"])},
+                        logs / f"{tag}-bot-{i}.log")
          for i in range(bot_replicas)],
-        [ServiceProcess(f"tournament-{i}", "tournament", free_port(), env,
+        [ServiceProcess(f"tournament-{i}", "tournament", free_port(),
+                        {**env, **token_environment(["tournament"])},
                         logs / f"{tag}-tournament-{i}.log")
          for i in range(tournament_replicas)],
     )
@@ -174,7 +178,7 @@ class Host:
                              ("grpc.initial_reconnect_backoff_ms", 200),
                              ("grpc.max_reconnect_backoff_ms", 2000)])
         self.stub = tournament_pb2_grpc.TournamentServiceStub(self.channel)
-        token = mint_token(SECRET, "bench-host", Role.PLAYER)
+        token = signed_token("bench-host", Role.PLAYER)
         self.metadata = (("authorization", f"Bearer {token}"),)
 
     async def call(self, method: str, request: Any, seconds: float = 60) -> Any:

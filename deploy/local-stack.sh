@@ -19,11 +19,16 @@
 # (DAST_DEPLOYMENT=stack_<name>: its own NATS streams, subjects and presence bucket;
 # tests/e2e/test_multiprocess_stack.py does the same). Ctrl-C (or SIGTERM) stops them all.
 #
-# Secrets: DAST_JWT_SECRET and DAST_SIGNING_KEY from the environment when set; else random
-# ones, made on the first run into DAST_LOCAL_SECRETS (.dast/local-stack.env, mode 0600,
-# git-ignored) and reused by every later run, so tokens and seals stay valid across restarts.
-# The servers refuse any secret published in the repository (docs/security.md). A token for
-# this stack: (set -a; . .dast/local-stack.env; .venv/bin/dast token alice --role admin)
+# Secrets: DAST_SIGNING_KEY and the token keys (DAST_TOKEN_KEYS, the public ring every
+# process verifies with) from the environment when set; else random ones, made on the first
+# run into DAST_LOCAL_SECRETS (.dast/local-stack.env, mode 0600, git-ignored) and reused by
+# every later run, so tokens and seals stay valid across restarts. The file also holds one
+# Ed25519 token key per issuing service (DAST_TOKEN_SIGNING_KEYS_LOBBY, _BOT, _TOURNAMENT,
+# _STATS, _ACCOUNTS, and _OPERATOR for `dast token`); each process is given only its own as
+# DAST_TOKEN_SIGNING_KEYS, a game replica none (docs/security.md "Token keys"). The servers
+# refuse any key published in the repository. A token for this stack:
+#   (set -a; . .dast/local-stack.env; DAST_TOKEN_SIGNING_KEYS="$DAST_TOKEN_SIGNING_KEYS_OPERATOR" \
+#    .venv/bin/dast token alice --role admin)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,8 +53,8 @@ esac
 : "${DAST_LOG_LEVEL:=warning}"
 PYTHON="${PYTHON:-.venv/bin/python}"
 
-# Prints the JWT secret and the signing key of DAST_LOCAL_SECRETS, one a line, making the
-# file first when it is missing: random values go to a private temporary file (mkstemp:
+# Prints the values of DAST_LOCAL_SECRETS, one a line in the order of `names` below, making
+# the file first when it is missing: random values go to a private temporary file (mkstemp:
 # mode 0600) that is then linked into place, so two stacks starting at once agree on one
 # file (the second link fails, and that run reads the first one's).
 local_secrets() {
@@ -60,17 +65,24 @@ import secrets
 import sys
 import tempfile
 
+from services.platform.token_keys import generate_token_keys
+
 path = sys.argv[1]
-names = ("DAST_JWT_SECRET", "DAST_SIGNING_KEY")
+issuers = ("lobby", "bot", "tournament", "stats", "accounts", "operator")
+names = ("DAST_SIGNING_KEY", "DAST_TOKEN_KEYS",
+         *(f"DAST_TOKEN_SIGNING_KEYS_{issuer.upper()}" for issuer in issuers))
 folder = os.path.dirname(path) or "."
 if not os.path.exists(path):
     os.makedirs(folder, exist_ok=True)
-    made = (secrets.token_urlsafe(48), base64.b64encode(secrets.token_bytes(32)).decode())
+    keys = generate_token_keys(issuers)
+    made = (base64.b64encode(secrets.token_bytes(32)).decode(), keys.ring_document(),
+            *(keys.only([issuer]).signing_document() for issuer in issuers))
     descriptor, draft = tempfile.mkstemp(dir=folder, prefix=".local-stack-")
     try:
         with os.fdopen(descriptor, "w") as file:
             file.write("# deploy/local-stack.sh's secrets, made on its first run: never commit them\n")
-            file.writelines(f"{name}={value}\n" for name, value in zip(names, made))
+            # Single quotes: the JSON documents stay whole when a shell sources the file.
+            file.writelines(f"{name}='{value}'\n" for name, value in zip(names, made))
         os.link(draft, path)
     except FileExistsError:
         pass
@@ -80,6 +92,7 @@ values = {}
 with open(path) as file:
     for line in file:
         name, _, value = line.strip().partition("=")
+        value = value.strip("'")
         if name in names and value:
             values[name] = value
 missing = [name for name in names if name not in values]
@@ -94,13 +107,22 @@ if [[ "$secrets_only" == true ]]; then
   echo "$DAST_LOCAL_SECRETS"
   exit 0
 fi
-if [[ -z "${DAST_JWT_SECRET:-}" || -z "${DAST_SIGNING_KEY:-}" ]]; then
-  made="$(local_secrets)"
-  : "${DAST_JWT_SECRET:=$(sed -n 1p <<<"$made")}"
-  # Every game replica seals finished logs with this Ed25519 seed (base64).
-  : "${DAST_SIGNING_KEY:=$(sed -n 2p <<<"$made")}"
-  unset made
+if [[ -n "${DAST_JWT_SECRET:-}" ]]; then
+  echo "DAST_JWT_SECRET is no longer read: unset it (token keys replaced it; docs/deploy.md)" >&2
+  exit 2
 fi
+made="$(local_secrets)"
+# Every game replica seals finished logs with this Ed25519 seed (base64).
+: "${DAST_SIGNING_KEY:=$(sed -n 1p <<<"$made")}"
+# Every process verifies tokens with this ring of public keys.
+: "${DAST_TOKEN_KEYS:=$(sed -n 2p <<<"$made")}"
+# Each issuing service signs with its own key; `serve` gives each process only its own.
+declare -A signing_keys=(
+  [lobby]="$(sed -n 3p <<<"$made")" [bot]="$(sed -n 4p <<<"$made")"
+  [tournament]="$(sed -n 5p <<<"$made")" [stats]="$(sed -n 6p <<<"$made")"
+  [accounts]="$(sed -n 7p <<<"$made")"
+)
+unset made
 
 if [[ -n "${STACK_RUN:-}" ]]; then
   [[ "$STACK_RUN" =~ ^[a-z0-9_]+$ ]] || { echo "STACK_RUN must match [a-z0-9_]+" >&2; exit 2; }
@@ -117,7 +139,8 @@ EOF
   DAST_DEPLOYMENT="stack_${STACK_RUN}"
   export DAST_DEPLOYMENT
 fi
-export DAST_DATABASE_URL DAST_NATS_URL DAST_JWT_SECRET DAST_SIGNING_KEY DAST_LOG_LEVEL
+export DAST_DATABASE_URL DAST_NATS_URL DAST_TOKEN_KEYS DAST_SIGNING_KEY DAST_LOG_LEVEL
+unset DAST_TOKEN_SIGNING_KEYS  # never one key for every process
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 wait_port() {
@@ -133,7 +156,12 @@ cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; w
 trap cleanup EXIT INT TERM
 
 serve() {  # serve NAME PORT: one `dast serve --services NAME` process in the background
-  DAST_SERVICES="$1" DAST_LISTEN="127.0.0.1:$2" "$PYTHON" -m services.compose &
+  if [[ -n "${signing_keys[$1]:-}" ]]; then
+    DAST_TOKEN_SIGNING_KEYS="${signing_keys[$1]}" DAST_SERVICES="$1" \
+      DAST_LISTEN="127.0.0.1:$2" "$PYTHON" -m services.compose &
+  else  # the game service issues no token: it holds no token key
+    DAST_SERVICES="$1" DAST_LISTEN="127.0.0.1:$2" "$PYTHON" -m services.compose &
+  fi
   pids+=("$!")
 }
 

@@ -61,6 +61,7 @@ from services.platform.server import add_health_and_reflection, bind, make_serve
 from services.platform.store import OutboxStore, open_store
 from services.platform.store_heads import last_stored_events, readable
 from services.platform.table_feed import InProcessTableFeed, TableFeed, open_table_feed
+from services.platform.token_keys import OPERATOR, TokenKeys, load_token_keys
 
 # A process imports only the services it runs (each import below is made where its service
 # is started): a bot replica does not load the lobby's, the stats' or the game service's
@@ -168,7 +169,8 @@ class Composition:
     """
 
     names: list[str]
-    secret: str
+    tokens: TokenKeys
+    """The ring this process verifies tokens with, and the private keys of its services."""
     bus: Bus
     store: OutboxStore | None
     """The event store (the game service's own), when this process runs it."""
@@ -244,7 +246,7 @@ class Composition:
             from services.lobby.app import mount_lobby_service
 
             self.lobby = mount_lobby_service(
-                server, self.lobby_store, secret=self.secret,
+                server, self.lobby_store, signer=self.tokens.signer("lobby"),
                 token_ttl_seconds=self.options.token_ttl_seconds, table_writer=self.tables,
                 clock=self.clock,
             )
@@ -254,7 +256,8 @@ class Composition:
             from services.tournament.policy import CreationPolicy, Creators
 
             self.tournament = TournamentApp.build(
-                self.tournament_store, self.tournament_bus, secret=self.secret,
+                self.tournament_store, self.tournament_bus,
+                signer=self.tokens.signer("tournament"),
                 clock=self.clock, sweep_seconds=self.options.tournament_sweep_seconds,
                 policy=CreationPolicy(Creators(self.options.tournament_creators),
                                       self.options.tournament_open_per_player),
@@ -272,7 +275,8 @@ class Composition:
             from services.accounts.sessions import TokenPolicy
 
             self.accounts = mount_accounts_service(
-                server, self.accounts_store, secret=self.secret, clock=self.clock,
+                server, self.accounts_store, signer=self.tokens.signer("accounts"),
+                ring=self.tokens.ring, clock=self.clock,
                 policy=TokenPolicy(self.options.access_token_minutes,
                                    self.options.refresh_token_days),
                 oidc_providers=self.options.oidc_providers, revocations=self.revocations,
@@ -304,7 +308,8 @@ class Composition:
                                   board=self.board if self.options.presence else None)
         if self.stats is not None:
             self._spawn(self.stats.follow(self.bus, durable=f"{prefix}stats",
-                                          game_target=game_target, secret=self.secret))
+                                          game_target=game_target,
+                                          signer=self.tokens.signer("stats")))
         if "bot" in self.names and (self.options.bots or self.options.timers):
             from services.bot.client import GrpcGameApi
             from services.bot.presence import Takeovers
@@ -312,7 +317,7 @@ class Composition:
             from services.bot.stack import BotWorkers
 
             self._channel = service_channel(game_target)
-            api = GrpcGameApi(self._channel, self.secret)
+            api = GrpcGameApi(self._channel, self.tokens.signer("bot"))
             self.workers = BotWorkers(
                 api, LogSeats(), self.bus,
                 bots_on=self.options.bots, timers_on=self.options.timers,
@@ -322,7 +327,8 @@ class Composition:
             self._tasks.extend(self.workers.start())
             if self.options.bots and self.options.presence:
                 self.takeovers = Takeovers(
-                    self.board, GrpcGameApi(self._channel, self.secret, player_id="presence"),
+                    self.board,
+                    GrpcGameApi(self._channel, self.tokens.signer("bot"), player_id="presence"),
                     grace_ms=self.options.grace_ms,
                     stale_ms=3 * self.options.presence_heartbeat_ms, clock=self.clock,
                 )
@@ -357,13 +363,14 @@ class Running:
 
 @contextlib.asynccontextmanager
 async def running_stack(
-    secret: str, *, store_url: str | None = None, nats_url: str | None = None,
+    tokens: TokenKeys, *, store_url: str | None = None, nats_url: str | None = None,
     options: StackOptions | None = None, listen: str = "127.0.0.1:0",
     metrics: GameMetrics | None = None, limits: CallerLimits | None = None,
     deployment: str = DEFAULT_DEPLOYMENT, clock: Clock = wall_clock_ms,
 ) -> AsyncIterator[Running]:
     """Serve every service (store, bus, relay, game, lobby, bots, timers) in this process
-    until exit (``limits``: the per-caller limits, default :class:`CallerLimits`;
+    until exit (``tokens``: the ring and the private key of every issuing service;
+    ``limits``: the per-caller limits, default :class:`CallerLimits`;
     ``deployment``: the deployment whose NATS streams, subjects and presence bucket it
     uses with NATS, as ``DAST_DEPLOYMENT`` does; ``clock``: the one clock of every service
     and of presence)."""
@@ -385,14 +392,14 @@ async def running_stack(
     options = options or StackOptions()
     revocations = open_revocations(nats_url, bucket=names.revoked_bucket,
                                    access_minutes=options.access_token_minutes, clock=clock)
-    stack = Composition(list(KNOWN_SERVICES), secret, bus, store, lobby_store, relay.notify,
+    stack = Composition(list(KNOWN_SERVICES), tokens, bus, store, lobby_store, relay.notify,
                         options, metrics=metrics, clock=clock, revocations=revocations,
                         board=open_presence_board(nats_url, bucket=names.presence_bucket,
                                                   clock=clock),
                         tournament_store=tournament_store,
                         tournament_bus=_tournaments_bus_of(nats_url, names),
                         stats_store=stats_store, accounts_store=accounts_store)
-    server = make_server(secret, limits=limits, revocations=revocations)
+    server = make_server(tokens.ring, limits=limits, revocations=revocations)
     await add_health_and_reflection(server, stack.mount(server))
     port = bind(server, listen)
     await server.start()
@@ -433,9 +440,10 @@ def _loopback(listen: str) -> str:
     return "127.0.0.1" if host in ("0.0.0.0", "[::]", "") else host
 
 
-def banner(settings: Settings, names: list[str], port: int) -> str:
-    """What ``dast serve`` prints once it listens (URLs without passwords; the development
-    admin token only in embedded mode)."""
+def banner(settings: Settings, names: list[str], port: int,
+           tokens: TokenKeys | None = None) -> str:
+    """What ``dast serve`` prints once it listens (URLs without passwords; an admin token
+    when ``tokens`` holds the operator's key: the embedded mode's own keys)."""
     host = _loopback(settings.listen)
     store = masked_url(settings.database_url or settings.store_url())
     bus = masked_url(settings.nats_url) if settings.nats_url else "in-process"
@@ -451,9 +459,10 @@ def banner(settings: Settings, names: list[str], port: int) -> str:
         lines.append(f"  game service: {settings.game_target}")
     if settings.metrics_port:
         lines.append(f"  metrics: http://{settings.metrics_host}:{settings.metrics_port}/metrics")
-    if settings.uses_dev_secret() and settings.is_embedded():
-        token = mint_token(settings.jwt_secret, "dev-admin", Role.ADMIN)
-        lines.append("  DAST_JWT_SECRET is unset: development secret in use. Admin token:")
+    operator = tokens.signers.get(OPERATOR) if tokens is not None else None
+    if operator is not None:
+        token = mint_token(operator, "dev-admin", Role.ADMIN)
+        lines.append(f"  token keys made under {settings.data_dir} (embedded mode). Admin token:")
         lines.append(f"  authorization: Bearer {token}")
     return "\n".join(lines)
 
@@ -473,13 +482,18 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
 
     :raises ValueError: for unknown service names or a missing game target, and
         (:class:`~services.platform.config.ConfigError`,
-        :class:`~services.platform.keys.SigningKeyError`) for secrets that are missing,
-        defaulted outside the embedded mode, or unreadable.
+        :class:`~services.platform.keys.SigningKeyError`,
+        :class:`~services.platform.token_keys.TokenKeyError`) for keys that are missing,
+        published, unreadable or not this process's.
     """
     names = parse_services(settings.services)
     _check_game_target(settings, names)
     settings.check_secrets()
     signer = load_signer(settings)
+    own_keys = settings.is_embedded() and not settings.token_keys
+    tokens = load_token_keys(settings.token_keys, settings.token_signing_keys, services=names,
+                             embedded=settings.is_embedded(), data_dir=settings.data_dir,
+                             operator=own_keys)
     configure_logging(settings.log_level, json=settings.log_json)
     # The store's writer thread hands the GIL back and forth with the event loop on every
     # statement; at the default 5 ms switch interval it waits behind the loop for most of
@@ -533,7 +547,7 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     # the takeovers agree on how old a report is.
     clock: Clock = wall_clock_ms
     composition = Composition(
-        names, settings.jwt_secret, bus, store, lobby_store,
+        names, tokens, bus, store, lobby_store,
         relay.notify if relay is not None else (lambda: None),
         StackOptions(token_ttl_seconds=settings.token_ttl_seconds,
                      grace_ms=int(settings.presence_grace_seconds * 1000),
@@ -553,7 +567,7 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
         revocations=open_revocations(settings.nats_url, bucket=nats_names.revoked_bucket,
                                      access_minutes=settings.access_token_minutes, clock=clock),
     )
-    server = make_server(settings.jwt_secret, max_message_bytes=settings.max_message_bytes,
+    server = make_server(tokens.ring, max_message_bytes=settings.max_message_bytes,
                          limits=settings.caller_limits(), revocations=composition.revocations)
     await add_health_and_reflection(server, composition.mount(server))
     port = bind(server, settings.listen)
@@ -563,7 +577,7 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     if settings.metrics_port:
         serve_metrics(settings.metrics_port, settings.metrics_host)
     settle_collector()
-    print(banner(settings, names, port), flush=True)
+    print(banner(settings, names, port, tokens), flush=True)
     log.info("serving", port=port, services=names)
 
     stop = stop or asyncio.Event()

@@ -2,7 +2,8 @@
 
 The composition root (:mod:`services.compose`) mounts it with :func:`mount_accounts_service`::
 
-    accounts = mount_accounts_service(server, AccountsStore.open(url), secret=secret,
+    accounts = mount_accounts_service(server, AccountsStore.open(url),
+                                      signer=keys.signer("accounts"), ring=keys.ring,
                                       oidc_providers=settings.oidc_providers)
 
 The service keeps nothing in memory between calls: any number of replicas serve the same
@@ -18,24 +19,27 @@ from services.accounts.oidc_providers import parse_providers
 from services.accounts.service import AccountsService
 from services.accounts.sessions import Sessions, TokenPolicy
 from services.accounts.store import AccountsStore
+from services.platform.auth import TokenKeyRing, TokenSigner
 from services.platform.clock import Clock, wall_clock_ms
 from services.platform.revocations import Revocations
 
 SERVICE_NAME = accounts_pb2.DESCRIPTOR.services_by_name["AccountsService"].full_name
 
 
-def mount_accounts_service(server: grpc.aio.Server, store: AccountsStore, *, secret: str,
+def mount_accounts_service(server: grpc.aio.Server, store: AccountsStore, *,
+                           signer: TokenSigner, ring: TokenKeyRing,
                            policy: TokenPolicy | None = None, oidc_providers: str = "",
                            revocations: Revocations | None = None,
                            clock: Clock = wall_clock_ms) -> AccountsService:
-    """Add the accounts service over ``store`` to ``server``, its tokens signed with
-    ``secret`` and living as ``policy`` says, signing in with ID tokens of the providers
-    ``oidc_providers`` lists (``DAST_OIDC_PROVIDERS``), publishing the sessions it ends to
-    ``revocations``; return the servicer.
+    """Add the accounts service over ``store`` to ``server``, its tokens signed by
+    ``signer`` (the lobby's guest tokens it takes checked against ``ring``) and living as
+    ``policy`` says, signing in with ID tokens of the providers ``oidc_providers`` lists
+    (``DAST_OIDC_PROVIDERS``), publishing the sessions it ends to ``revocations``; return
+    the servicer.
 
     :raises services.platform.config.ConfigError: for an invalid ``oidc_providers``.
     """
-    service = AccountsService(Sessions(store, secret, policy=policy, clock=clock,
+    service = AccountsService(Sessions(store, signer, ring, policy=policy, clock=clock,
                                        revocations=revocations),
                               parse_providers(oidc_providers))
     accounts_pb2_grpc.add_AccountsServiceServicer_to_server(service, server)

@@ -168,7 +168,7 @@ class AccountsService(accounts_pb2_grpc.AccountsServiceServicer):
         if token is None:
             return None
         try:
-            identity = verify_token(self.sessions.secret, token)
+            identity = verify_token(self.sessions.ring, token)
         except AuthError as error:
             raise ServiceError(grpc.StatusCode.UNAUTHENTICATED, error.reason,
                                error.message) from None

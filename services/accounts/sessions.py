@@ -21,7 +21,7 @@ from typing import Final
 
 from dast.v1 import accounts_pb2
 from services.accounts.store import AccountsStore, NewSession, RefreshRefused, digest
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role, TokenKeyRing, TokenSigner, mint_token
 from services.platform.clock import Clock, wall_clock_ms
 from services.platform.revocations import Revocations
 
@@ -58,20 +58,22 @@ class Sessions:
     """Opens, renews and ends sessions over :class:`AccountsStore` (async: the store runs in
     threads)."""
 
-    def __init__(self, store: AccountsStore, secret: str, *,
+    def __init__(self, store: AccountsStore, signer: TokenSigner, ring: TokenKeyRing, *,
                  policy: TokenPolicy | None = None, clock: Clock = wall_clock_ms,
                  revocations: Revocations | None = None) -> None:
         self.store = store
         self.revocations = revocations
         """Where ended sessions are published, so that every server refuses their access
         tokens at once (None: they work until they expire)."""
-        self.secret = secret
+        self.signer = signer
+        self.ring = ring
+        """What tokens presented to the service are checked against."""
         self.policy = policy or TokenPolicy()
         self.clock = clock
 
     def mint_access(self, player_id: str, session_id: str, now_ms: int) -> str:
         """The access token of ``player_id`` in ``session_id``, issued at ``now_ms``."""
-        return mint_token(self.secret, player_id, Role.PLAYER,
+        return mint_token(self.signer, player_id, Role.PLAYER,
                           ttl_seconds=self.policy.access_ms // 1000,
                           session_id=session_id, issued_at=now_ms // 1000)
 

@@ -18,7 +18,7 @@ from dast.v1 import game_pb2, game_pb2_grpc
 from engine.core.payload import put
 from engine.registry import game_of_body
 from services.bot.policies import Outcome, SeatView, decide
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role, TokenSigner, mint_token
 from services.platform.metrics import bot_metrics
 
 _STALE_CODES = (grpc.StatusCode.ABORTED,)
@@ -47,11 +47,12 @@ class GameApi(Protocol):
 class GrpcGameApi:
     """:class:`GameApi` over gRPC; the token is a service token of ``player_id``."""
 
-    def __init__(self, channel: grpc.aio.Channel, secret: str, *, player_id: str = "bots",
+    def __init__(self, channel: grpc.aio.Channel, signer: TokenSigner, *,
+                 player_id: str = "bots",
                  timeout_seconds: float = 10.0) -> None:
         self._stub = game_pb2_grpc.GameServiceStub(channel)
         self._metadata = (
-            ("authorization", f"Bearer {mint_token(secret, player_id, Role.SERVICE)}"),
+            ("authorization", f"Bearer {mint_token(signer, player_id, Role.SERVICE)}"),
         )
         self._timeout = timeout_seconds
 

@@ -5,8 +5,10 @@ With no options and no ``DAST_*`` environment this is the embedded backend on
 environment (``DAST_LISTEN``, ``DAST_DATABASE_URL``, ``DAST_NATS_URL``, ``DAST_DATA_DIR``,
 ``DAST_METRICS_PORT``, ``DAST_SERVICES``, ``DAST_GAME_TARGET``); the composition root,
 :mod:`services.compose`, puts the services together. With a database or NATS URL the
-server refuses to start until ``DAST_JWT_SECRET`` (32 bytes or more) and
-``DAST_SIGNING_KEY`` are set; the refusal says how to make them (exit code 2).
+server refuses to start until ``DAST_TOKEN_KEYS`` (and the ``DAST_TOKEN_SIGNING_KEYS`` of
+the services it runs) and ``DAST_SIGNING_KEY`` are set; the refusal says how to make them
+(exit code 2). ``dast token`` signs with the operator's key: the embedded mode's, or the
+``operator`` key of ``DAST_TOKEN_SIGNING_KEYS``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import typer
 
 from services.platform.auth import Role, mint_token
 from services.platform.config import load_settings
+from services.platform.token_keys import OPERATOR, load_token_keys
 
 
 def serve(
@@ -65,10 +68,14 @@ def token(
     role: Annotated[Role, typer.Option(help="player, service or admin.")] = Role.PLAYER,
     ttl_seconds: Annotated[int, typer.Option(help="Lifetime of the token.")] = 24 * 3600,
 ) -> None:
-    """Print a bearer token signed with DAST_JWT_SECRET (development and tests)."""
+    """Print a bearer token signed with the operator's key (the embedded mode's, or the
+    operator key of DAST_TOKEN_SIGNING_KEYS)."""
     try:
         settings = load_settings()
+        keys = load_token_keys(settings.token_keys, settings.token_signing_keys, services=(),
+                               embedded=settings.is_embedded(), data_dir=settings.data_dir,
+                               operator=True, only_these=False)
     except ValueError as exc:
         typer.echo(f"dast token: {exc}", err=True)
         raise typer.Exit(2) from exc
-    typer.echo(mint_token(settings.jwt_secret, player_id, role, ttl_seconds=ttl_seconds))
+    typer.echo(mint_token(keys.signer(OPERATOR), player_id, role, ttl_seconds=ttl_seconds))

@@ -4,7 +4,7 @@ The composition root (:mod:`services.compose`) mounts the lobby with
 :func:`mount_lobby_service`, then runs :meth:`Lobby.run` as a task once the game service's
 address is known::
 
-    lobby = mount_lobby_service(server, lobby_store, secret=settings.jwt_secret)
+    lobby = mount_lobby_service(server, lobby_store, signer=token_keys.signer("lobby"))
     port = bind(server, settings.listen)
     task = asyncio.create_task(lobby.run(bus, game_target=f"127.0.0.1:{port}"))
 
@@ -33,6 +33,7 @@ from services.lobby.changes import Tables
 from services.lobby.feed import FeedPublisher
 from services.lobby.service import GameStarter, GrpcGameStarter, LobbyService
 from services.lobby.store import LobbyStore, TableNotFound
+from services.platform.auth import TokenSigner
 from services.platform.bus import Bus, Published, cancel_and_wait
 from services.platform.clock import Clock, wall_clock_ms
 from services.platform.table_feed import TableFeed
@@ -44,8 +45,8 @@ _log = structlog.get_logger(component="lobby")
 class _LateStarter:
     """A :class:`GameStarter` whose gRPC target is known only once the server is bound."""
 
-    def __init__(self, secret: str) -> None:
-        self.secret = secret
+    def __init__(self, signer: TokenSigner) -> None:
+        self.signer = signer
         self.starter: GameStarter | None = None
 
     def _connected(self) -> GameStarter:
@@ -75,7 +76,7 @@ class Lobby:
 
     def connect_games(self, target: str) -> None:
         """Create matches through the game service at ``target`` (host:port)."""
-        self._starter.starter = GrpcGameStarter(target, self._starter.secret)
+        self._starter.starter = GrpcGameStarter(target, self._starter.signer)
 
     async def run(self, bus: Bus, *, game_target: str | None = None,
                   durable: str = "lobby", feed: TableFeed | None = None) -> None:
@@ -165,14 +166,15 @@ def _finishing(game_id: str) -> Callable[[lobby_pb2.Table], tables.Change]:
 
 
 def mount_lobby_service(
-    server: grpc.aio.Server, store: LobbyStore, *, secret: str,
+    server: grpc.aio.Server, store: LobbyStore, *, signer: TokenSigner,
     token_ttl_seconds: int = 24 * 3600, game_target: str | None = None,
     table_writer: Tables | None = None, clock: Clock = wall_clock_ms,
 ) -> Lobby:
-    """Add the lobby over ``store`` to ``server``; return it (run :meth:`Lobby.run`)."""
-    starter = _LateStarter(secret)
+    """Add the lobby over ``store`` to ``server``, its tokens signed by ``signer``; return it
+    (run :meth:`Lobby.run`)."""
+    starter = _LateStarter(signer)
     writer = table_writer or Tables(store, clock=clock)
-    service = LobbyService(writer, starter, secret, token_ttl_seconds=token_ttl_seconds,
+    service = LobbyService(writer, starter, signer, token_ttl_seconds=token_ttl_seconds,
                            clock=clock)
     from dast.v1 import lobby_pb2_grpc
 

@@ -24,7 +24,7 @@ from services.lobby import tables
 from services.lobby.changes import Tables
 from services.lobby.reasons import LobbyReason
 from services.lobby.store import StaleTable, TableNotFound
-from services.platform.auth import Role, current_identity, mint_token
+from services.platform.auth import Role, TokenSigner, current_identity, mint_token
 from services.platform.bus import raise_if_cancelling
 from services.platform.channels import service_channel
 from services.platform.clock import wall_clock_ms
@@ -76,10 +76,10 @@ class GameStarter(Protocol):
 class GrpcGameStarter:
     """:class:`GameStarter` over the game service's gRPC API with a service token."""
 
-    def __init__(self, target: str, secret: str, *, player_id: str = "lobby") -> None:
+    def __init__(self, target: str, signer: TokenSigner, *, player_id: str = "lobby") -> None:
         self._target = target
         self._metadata = (
-            ("authorization", f"Bearer {mint_token(secret, player_id, Role.SERVICE)}"),
+            ("authorization", f"Bearer {mint_token(signer, player_id, Role.SERVICE)}"),
         )
         self._channel: grpc.aio.Channel | None = None
 
@@ -161,12 +161,12 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
     """The servicer."""
 
     def __init__(
-        self, tables_: Tables, games: GameStarter, secret: str, *,
+        self, tables_: Tables, games: GameStarter, signer: TokenSigner, *,
         token_ttl_seconds: int = 24 * 3600, clock: Callable[[], int] = wall_clock_ms,
     ) -> None:
         self.tables = tables_
         self.games = games
-        self._secret = secret
+        self._signer = signer
         self._ttl = token_ttl_seconds
         self._clock = clock
 
@@ -179,7 +179,7 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
         player_id, name = await asyncio.to_thread(
             self.tables.store.guest, device_id, display_name, f"g-{uuid.uuid4().hex[:16]}",
         )
-        token = mint_token(self._secret, player_id, Role.PLAYER, ttl_seconds=self._ttl)
+        token = mint_token(self._signer, player_id, Role.PLAYER, ttl_seconds=self._ttl)
         now = self._clock()
         return lobby_pb2.SignInGuestResponse(
             player_id=player_id, display_name=name, token=token,

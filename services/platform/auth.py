@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from services.platform.revocations import Revocations
 
 _ALGORITHM: Final = "EdDSA"
-_HMAC_ALGORITHM: Final = "HS256"
 _ISSUER: Final = "dast"
 _OPEN_PREFIXES: Final = (
     "/grpc.health.v1.Health/", "/grpc.reflection.", "/dast.v1.LobbyService/SignInGuest",
@@ -167,7 +166,7 @@ class TokenKeyRing:
 
 
 def mint_token(
-    signer: TokenSigner | str, player_id: str, role: Role = Role.PLAYER, *,
+    signer: TokenSigner, player_id: str, role: Role = Role.PLAYER, *,
     ttl_seconds: int = 24 * 3600, session_id: str | None = None, issued_at: int | None = None,
 ) -> str:
     """A signed bearer token for ``player_id`` acting as ``role`` (in the session
@@ -184,13 +183,11 @@ def mint_token(
                                  "iat": now, "exp": now + ttl_seconds}
     if session_id is not None:
         claims["sid"] = session_id
-    if isinstance(signer, str):
-        return jwt.encode(claims, signer, algorithm=_HMAC_ALGORITHM)
     return jwt.encode(claims, signer.private_key, algorithm=_ALGORITHM,
                       headers={"kid": signer.kid})
 
 
-def verify_token(keys: TokenKeyRing | str, token: str) -> Identity:
+def verify_token(keys: TokenKeyRing, token: str) -> Identity:
     """The identity a token carries.
 
     :raises AuthError: if the token is invalid, expired, or names no player or role, or
@@ -215,18 +212,12 @@ def _trusted_key(ring: TokenKeyRing, token: str) -> TrustedKey:
     return key
 
 
-def _verify(keys: TokenKeyRing | str, token: str) -> tuple[Identity, int]:
+def _verify(keys: TokenKeyRing, token: str) -> tuple[Identity, int]:
     """The identity a token carries and when it expires (epoch seconds)."""
-    trusted: TrustedKey | None = None
-    key: Ed25519PublicKey | str
-    if isinstance(keys, TokenKeyRing):
-        trusted = _trusted_key(keys, token)
-        key, algorithm = trusted.public_key, _ALGORITHM
-    else:
-        key, algorithm = keys, _HMAC_ALGORITHM
+    trusted = _trusted_key(keys, token)
     try:
         claims = jwt.decode(
-            token, key, algorithms=[algorithm], issuer=_ISSUER,
+            token, trusted.public_key, algorithms=[_ALGORITHM], issuer=_ISSUER,
             options={"require": ["sub", "exp", "iss"]},
         )
     except jwt.ExpiredSignatureError as exc:
@@ -241,7 +232,7 @@ def _verify(keys: TokenKeyRing | str, token: str) -> tuple[Identity, int]:
         role = Role(claims.get("role", Role.PLAYER))
     except ValueError as exc:
         raise AuthError("the bearer token names an unknown role") from exc
-    if trusted is not None and role not in trusted.roles:
+    if role not in trusted.roles:
         raise AuthError(f"the bearer token's key may not sign {role} tokens")
     session_id = claims.get("sid")
     if session_id is not None and (not isinstance(session_id, str) or not session_id):
@@ -254,7 +245,7 @@ class TokenCache:
     and checking an Ed25519 signature and its claims costs more than the rest of a cheap
     RPC."""
 
-    def __init__(self, keys: TokenKeyRing | str, max_size: int = 50_000) -> None:
+    def __init__(self, keys: TokenKeyRing, max_size: int = 50_000) -> None:
         self._keys = keys
         self._max_size = max_size
         self._verified: dict[str, tuple[Identity, int]] = {}
@@ -386,7 +377,7 @@ class TokenCheck:
     :class:`services.platform.server.DastInterceptor`, which then runs the handler
     :func:`with_identity`, or :func:`denied`)."""
 
-    def __init__(self, keys: TokenKeyRing | str, *, tokens: TokenCache | None = None,
+    def __init__(self, keys: TokenKeyRing, *, tokens: TokenCache | None = None,
                  revocations: Revocations | None = None) -> None:
         self._tokens = tokens or TokenCache(keys)
         self._revocations = revocations

@@ -1,13 +1,15 @@
 """Settings of every dast process, read from ``DAST_*`` environment variables.
 
 With no environment at all the defaults give the embedded backend: a SQLite file under
-``DAST_DATA_DIR``, the in-process bus, one gRPC port on loopback, a development JWT secret
-(the start-up banner says so) and a log-signing key made under the data dir. As soon as a
-database URL or a NATS URL is set the process is part of a deployment, and
-:meth:`Settings.check_secrets` refuses to serve without a real ``DAST_JWT_SECRET`` and a
-``DAST_SIGNING_KEY``, nor with a secret published in dast's repository (an example, a
-former default: :mod:`services.platform.published_secrets`). A JWT secret shorter than 32
-bytes is refused in every mode. ``DAST_DEPLOYMENT`` names the deployment, and through it
+``DAST_DATA_DIR``, the in-process bus, one gRPC port on loopback, and the token keys and
+log-signing key made under the data dir (the start-up banner prints an admin token). As
+soon as a database URL or a NATS URL is set the process is part of a deployment, and
+:meth:`Settings.check_secrets` refuses to serve without ``DAST_TOKEN_KEYS`` and a
+``DAST_SIGNING_KEY``, nor with a key published in dast's repository (an example, a
+former default: :mod:`services.platform.published_secrets`);
+:func:`services.platform.token_keys.load_token_keys` checks the token keys.
+``DAST_JWT_SECRET`` is refused: the HMAC secret every process shared is gone (any replica
+could mint admin tokens with it). ``DAST_DEPLOYMENT`` names the deployment, and through it
 every NATS name it uses (:mod:`services.platform.nats_names`). URLs shown in banners and
 logs go through :func:`masked_url`.
 """
@@ -25,14 +27,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.platform.limits import CallerLimits, parse_networks
 from services.platform.nats_names import DEFAULT_DEPLOYMENT, NatsNames, deployment_problem
-from services.platform.published_secrets import is_published_secret
 
-DEV_JWT_SECRET: Final = "dast-dev-secret-change-me-in-production-0123456789"
-"""The secret used when ``DAST_JWT_SECRET`` is unset; fine on a laptop, never in production."""
-MIN_JWT_SECRET_BYTES: Final = 32
-MAKE_SECRET_HINT: Final = (
-    'make one with: python -c "import secrets; print(secrets.token_urlsafe(48))"'
-)
 MAKE_SIGNING_KEY_HINT: Final = (
     'make one with: python -c "import base64, os; print(base64.b64encode(os.urandom(32)).decode())"'
 )
@@ -42,6 +37,15 @@ RETIRED_SETTINGS: Final = (
 )
 """Settings that named NATS streams one by one; ``DAST_DEPLOYMENT`` names them all now, and
 a process refuses to start with one of these rather than silently use other streams."""
+REPLACED_SETTINGS: Final = {
+    "DAST_JWT_SECRET": (
+        "DAST_JWT_SECRET is no longer read: tokens are signed with Ed25519 keys that only "
+        "their issuing service holds; give every process DAST_TOKEN_KEYS (the public keys) "
+        "and each service its own DAST_TOKEN_SIGNING_KEYS, then unset DAST_JWT_SECRET "
+        "(docs/deploy.md \"Token keys\")"
+    ),
+}
+"""Settings another replaced, and what to set instead: refused rather than ignored."""
 
 
 _LIMITS: Final = CallerLimits()
@@ -99,8 +103,14 @@ class Settings(BaseSettings):
     """Where a process without the game service reaches it (the lobby, the bots): a gRPC
     target such as ``127.0.0.1:50051`` or, for several replicas balanced by the client,
     ``ipv4:127.0.0.1:50061,127.0.0.1:50062``. None: the game service of this process."""
-    jwt_secret: str = DEV_JWT_SECRET
-    """HS256 secret of bearer tokens: at least 32 bytes; required outside the embedded mode."""
+    token_keys: str | None = None
+    """The public keys every server verifies bearer tokens with, and the roles each may
+    sign: a JSON document or a file's path (:mod:`services.platform.token_keys`); required
+    outside the embedded mode, which makes its own under ``data_dir``."""
+    token_signing_keys: str | None = None
+    """The private keys of the services this process runs, one per issuing service: a JSON
+    document or a file's path (:mod:`services.platform.token_keys`); none for the game
+    service."""
     signing_key: str | None = None
     """Ed25519 key sealing finished logs: base64 of its 32-byte seed, or a PEM file's path
     (:mod:`services.platform.keys`); None: made under ``data_dir`` (embedded mode only)."""
@@ -195,10 +205,6 @@ class Settings(BaseSettings):
         """The networks of ``DAST_TRUSTED_PROXIES``, one per entry."""
         return tuple(part.strip() for part in self.trusted_proxies.split(",") if part.strip())
 
-    def uses_dev_secret(self) -> bool:
-        """Whether the JWT secret is the public development one."""
-        return self.jwt_secret == DEV_JWT_SECRET
-
     def nats_names(self) -> NatsNames:
         """Every NATS stream, subject and bucket of this deployment."""
         return NatsNames(self.deployment)
@@ -221,37 +227,23 @@ class Settings(BaseSettings):
         parse_networks(part for part in value.split(",") if part.strip())
         return value
 
-    @field_validator("jwt_secret")
-    @classmethod
-    def _jwt_secret_long_enough(cls, value: str) -> str:
-        size = len(value.encode("utf-8"))
-        if size < MIN_JWT_SECRET_BYTES:
-            raise ValueError(
-                f"DAST_JWT_SECRET has {size} bytes; at least {MIN_JWT_SECRET_BYTES} are "
-                f"needed ({MAKE_SECRET_HINT})"
-            )
-        return value
-
     def check_secrets(self) -> None:
         """Refuse to serve a deployment on defaulted secrets.
 
-        :raises ConfigError: outside the embedded mode, when ``DAST_JWT_SECRET`` is unset (or
-            the public development secret), a secret published in dast's repository, or
+        :raises ConfigError: outside the embedded mode, when ``DAST_TOKEN_KEYS`` or
             ``DAST_SIGNING_KEY`` is unset. (:func:`services.platform.keys.load_signer`
-            refuses a published signing key.)
+            refuses a published signing key, and
+            :func:`services.platform.token_keys.load_token_keys` token keys that are
+            malformed, published or not this process's.)
         """
         if self.is_embedded():
             return
         problems = []
-        if self.uses_dev_secret():
+        if not self.token_keys:
             problems.append(
-                "DAST_JWT_SECRET is unset: anyone could mint admin tokens with the public "
-                f"development secret; {MAKE_SECRET_HINT}"
-            )
-        elif is_published_secret(self.jwt_secret):
-            problems.append(
-                "DAST_JWT_SECRET is a value published in dast's repository (an example or a "
-                "former default): anyone could mint admin tokens with it; " + MAKE_SECRET_HINT
+                "DAST_TOKEN_KEYS is unset: every process needs the public keys that verify "
+                "bearer tokens; make them with: python -m services.platform.token_keys "
+                "ISSUER... (docs/deploy.md \"Token keys\")"
             )
         if not self.signing_key:
             problems.append(
@@ -281,11 +273,15 @@ def load_settings(**overrides: object) -> Settings:
         )
         raise ConfigError(f"invalid settings: {problems}") from None
 
+
 def check_retired_settings(environment: Mapping[str, str]) -> None:
     """Refuse an environment that sets one of :data:`RETIRED_SETTINGS`.
 
     :raises ConfigError: naming them, and ``DAST_DEPLOYMENT`` instead.
     """
+    replaced = [REPLACED_SETTINGS[name] for name in REPLACED_SETTINGS if name in environment]
+    if replaced:
+        raise ConfigError("; ".join(replaced))
     found = [name for name in RETIRED_SETTINGS if name in environment]
     if found:
         raise ConfigError(

@@ -39,6 +39,7 @@ from services.platform.auth import (
     AuthError,
     Identity,
     TokenCheck,
+    TokenKeyRing,
     WrappedHandlers,
     denied,
     with_identity,
@@ -288,10 +289,10 @@ class DastInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     interceptor, not three: grpc.aio runs every interceptor of a chain as its own coroutine
     on every call). The handler of a method and caller is built once and remembered."""
 
-    def __init__(self, jwt_secret: str, limits: CallerLimits | None = None, *,
+    def __init__(self, token_keys: TokenKeyRing, limits: CallerLimits | None = None, *,
                  limiter: CallerLimiter | None = None,
                  revocations: Revocations | None = None) -> None:
-        self._auth = TokenCheck(jwt_secret, revocations=revocations)
+        self._auth = TokenCheck(token_keys, revocations=revocations)
         self.session_streams: SessionStreams | None = None
         if revocations is not None:
             self.session_streams = SessionStreams()
@@ -329,7 +330,7 @@ class DastInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
 
 def make_server(
-    jwt_secret: str,
+    token_keys: TokenKeyRing,
     *,
     max_message_bytes: int = 64 * 1024,
     limits: CallerLimits | None = None,
@@ -337,11 +338,12 @@ def make_server(
     revocations: Revocations | None = None,
     extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
 ) -> grpc.aio.Server:
-    """An asyncio gRPC server with authentication (the tokens of the sessions
-    ``revocations`` lists refused), limits (``limiter``, or one of ``limits``, or of the
-    defaults of :class:`CallerLimits`) and request checks, not yet bound nor started."""
+    """An asyncio gRPC server with authentication (tokens verified with ``token_keys``,
+    those of the sessions ``revocations`` lists refused), limits (``limiter``, or one of
+    ``limits``, or of the defaults of :class:`CallerLimits`) and request checks, not yet
+    bound nor started."""
     return grpc.aio.server(
-        interceptors=[DastInterceptor(jwt_secret, limits, limiter=limiter,
+        interceptors=[DastInterceptor(token_keys, limits, limiter=limiter,
                                       revocations=revocations),
                       *extra_interceptors],
         options=server_options(max_message_bytes),

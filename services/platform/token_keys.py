@@ -107,6 +107,10 @@ class TokenKeys:
         return TokenKeys(self.ring, {name: signer for name, signer in self.signers.items()
                                      if name in wanted})
 
+    def for_services(self, services: Iterable[str]) -> TokenKeys:
+        """The keys a process running ``services`` is given (:data:`SERVICE_ISSUERS`)."""
+        return self.only(SERVICE_ISSUERS[name] for name in services if name in SERVICE_ISSUERS)
+
     def ring_document(self) -> str:
         """The ring as ``DAST_TOKEN_KEYS`` holds it."""
         return ring_document(self.ring)
@@ -116,9 +120,12 @@ class TokenKeys:
         return signing_document(self.signers.values())
 
     def environment(self) -> dict[str, str]:
-        """``DAST_TOKEN_KEYS`` and ``DAST_TOKEN_SIGNING_KEYS`` for a process given these."""
-        return {"DAST_TOKEN_KEYS": self.ring_document(),
-                "DAST_TOKEN_SIGNING_KEYS": self.signing_document()}
+        """``DAST_TOKEN_KEYS``, and ``DAST_TOKEN_SIGNING_KEYS`` unless it holds no private
+        key, for a process given these."""
+        environment = {"DAST_TOKEN_KEYS": self.ring_document()}
+        if self.signers:
+            environment["DAST_TOKEN_SIGNING_KEYS"] = self.signing_document()
+        return environment
 
 
 def _b64(data: bytes) -> str:
@@ -255,21 +262,22 @@ def parse_signing_keys(value: str) -> dict[str, TokenSigner]:
     return signers
 
 
-def check_keys(keys: TokenKeys, issuers: Iterable[str]) -> None:
+def check_keys(keys: TokenKeys, issuers: Iterable[str], *, only_these: bool = True) -> None:
     """Refuse keys a process running ``issuers`` would fail with.
 
     :raises TokenKeyError: when a signing key is missing for one of ``issuers``, held for
-        another issuer, or not trusted by the ring (unknown kid, another public key, or
-        without the roles its issuer signs).
+        another issuer (when ``only_these``: a server must hold only its own), or not
+        trusted by the ring (unknown kid, another public key, or without the roles its
+        issuer signs).
     """
     wanted = set(issuers)
     missing = sorted(wanted - keys.signers.keys())
     if missing:
         raise TokenKeyError(
             f"DAST_TOKEN_SIGNING_KEYS has no key for {', '.join(missing)}, which this process "
-            f"runs; {MAKE_KEYS_HINT}")
+            f"signs with; {MAKE_KEYS_HINT}")
     extra = sorted(keys.signers.keys() - wanted)
-    if extra:
+    if extra and only_these:
         raise TokenKeyError(
             f"DAST_TOKEN_SIGNING_KEYS holds keys of {', '.join(extra)}, which this process "
             "does not run: give each process only the keys of its own services")
@@ -308,11 +316,13 @@ def embedded_token_keys(data_dir: Path) -> TokenKeys:
 
 
 def load_token_keys(ring: str | None, signing: str | None, *, services: Iterable[str],
-                    embedded: bool, data_dir: Path, operator: bool = False) -> TokenKeys:
+                    embedded: bool, data_dir: Path, operator: bool = False,
+                    only_these: bool = True) -> TokenKeys:
     """The token keys of a process running ``services`` (plus the operator's key when
     ``operator``: ``dast token``), from ``DAST_TOKEN_KEYS`` (``ring``) and
     ``DAST_TOKEN_SIGNING_KEYS`` (``signing``); the embedded backend without them makes and
-    keeps its own under ``data_dir``.
+    keeps its own under ``data_dir``. A server (``only_these``) refuses keys of issuers it
+    does not run; the keys it returns are those of its issuers only in any case.
 
     :raises TokenKeyError: saying what is missing or wrong.
     """
@@ -322,26 +332,58 @@ def load_token_keys(ring: str | None, signing: str | None, *, services: Iterable
     if embedded and not ring and not signing:
         return embedded_token_keys(data_dir).only(issuers)
     if not ring:
-        raise TokenKeyError("DAST_TOKEN_KEYS is required outside the embedded mode: the "
-                            f"public keys every process verifies tokens with; {MAKE_KEYS_HINT}")
+        raise TokenKeyError(
+            "DAST_TOKEN_KEYS is required outside the embedded mode (and beside "
+            "DAST_TOKEN_SIGNING_KEYS): the public keys every process verifies tokens with; "
+            + MAKE_KEYS_HINT)
     keys = TokenKeys(parse_key_ring(ring), parse_signing_keys(signing) if signing else {})
-    check_keys(keys, issuers)
-    return keys
+    check_keys(keys, issuers, only_these=only_these)
+    return keys.only(issuers)
+
+
+def write_key_files(keys: TokenKeys, folder: Path) -> list[Path]:
+    """Write ``keys`` into ``folder``: the ring as ``token_keys.json`` and each issuer's
+    private key as ``token_key_<issuer>.json`` (mode 0600, never over an existing file);
+    the paths written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = [(folder / "token_keys.json", keys.ring_document())] + [
+        (folder / f"token_key_{issuer}.json", keys.only([issuer]).signing_document())
+        for issuer in keys.signers]
+    for path, text in files:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text + "\n")
+    return [path for path, _ in files]
 
 
 def main(argv: list[str]) -> int:
-    """``python -m services.platform.token_keys ISSUER... [--suffix S]``: print new keys
-    for the issuers as two lines, ``DAST_TOKEN_KEYS`` then ``DAST_TOKEN_SIGNING_KEYS``."""
-    suffix = "1"
-    if "--suffix" in argv and argv.index("--suffix") + 1 < len(argv):
-        at = argv.index("--suffix")
-        suffix, argv = argv[at + 1], argv[:at] + argv[at + 2:]
-    if not argv or any(name not in ISSUER_ROLES for name in argv) or not _KID.fullmatch(
+    """``python -m services.platform.token_keys ISSUER... [--suffix S] [--out DIR]``: new
+    keys for the issuers (kids ``<issuer>-<S>``), printed as two lines
+    (``DAST_TOKEN_KEYS``, then ``DAST_TOKEN_SIGNING_KEYS`` with every key), or written as
+    files into ``DIR`` (:func:`write_key_files`)."""
+    options: dict[str, str] = {"--suffix": "1", "--out": ""}
+    rest: list[str] = []
+    words = iter(argv)
+    for word in words:
+        if word in options:
+            options[word] = next(words, "")
+        else:
+            rest.append(word)
+    suffix = options["--suffix"]
+    if not rest or any(name not in ISSUER_ROLES for name in rest) or not _KID.fullmatch(
             f"x-{suffix}"):
         print("usage: python -m services.platform.token_keys ISSUER... [--suffix S] "
-              f"(issuers: {', '.join(ISSUER_ROLES)})", file=sys.stderr)
+              f"[--out DIR] (issuers: {', '.join(ISSUER_ROLES)})", file=sys.stderr)
         return 2
-    keys = generate_token_keys(argv, suffix=suffix)
+    keys = generate_token_keys(rest, suffix=suffix)
+    if options["--out"]:
+        try:
+            written = write_key_files(keys, Path(options["--out"]))
+        except FileExistsError as error:
+            print(f"{error.filename} exists: keys are never overwritten", file=sys.stderr)
+            return 1
+        print("\n".join(str(path) for path in written))
+        return 0
     print(keys.ring_document())
     print(keys.signing_document())
     return 0

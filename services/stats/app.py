@@ -31,6 +31,7 @@ import grpc
 import structlog
 
 from dast.v1 import stats_pb2, stats_pb2_grpc
+from services.platform.auth import TokenSigner
 from services.platform.bus import Bus
 from services.platform.clock import Clock, wall_clock_ms
 from services.stats.feed import DEFAULT_MAX_BATCH, Batches, open_batches
@@ -65,16 +66,16 @@ class Stats:
         self.projector = Projector(self.store)
 
     def follow(self, bus: Bus, *, durable: str = "stats", game_target: str | None = None,
-               secret: str = "", logs: LogSource | None = None,
+               signer: TokenSigner | None = None, logs: LogSource | None = None,
                max_batch: int = DEFAULT_MAX_BATCH) -> Coroutine[None, None, None]:
         """Register the durable consumer ``durable`` on ``bus`` now, and return the work of
         following the games' events forever (run it as a task). Gaps are repaired through
         ``logs``, or the game service at ``game_target`` with a service token signed by
-        ``secret``; with neither, the projection waits for the missing events."""
+        ``signer``; without either, the projection waits for the missing events."""
         feed = open_batches(bus, durable, max_batch=max_batch)
         source = logs
-        if source is None and game_target:
-            source = GameServiceLogs(game_target, secret)
+        if source is None and game_target and signer is not None:
+            source = GameServiceLogs(game_target, signer)
         return self._run(feed, source)
 
     async def _run(self, feed: Batches, source: LogSource | None) -> None:

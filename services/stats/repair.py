@@ -12,7 +12,7 @@ from typing import Final, Protocol
 import grpc
 
 from dast.v1 import game_pb2, game_pb2_grpc
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role, TokenSigner, mint_token
 from services.platform.bus import Published, game_type_name
 from services.platform.channels import service_channel
 
@@ -33,10 +33,10 @@ class LogSource(Protocol):
 class GameServiceLogs:
     """:class:`LogSource` over the game service's ``ExportLog`` with a service token."""
 
-    def __init__(self, target: str, secret: str, *, player_id: str = "stats") -> None:
+    def __init__(self, target: str, signer: TokenSigner, *, player_id: str = "stats") -> None:
         self._target = target
         self._metadata = (
-            ("authorization", f"Bearer {mint_token(secret, player_id, Role.SERVICE)}"),)
+            ("authorization", f"Bearer {mint_token(signer, player_id, Role.SERVICE)}"),)
         self._channel: grpc.aio.Channel | None = None
 
     async def finished_log(self, game_id: str) -> list[Published] | None:

@@ -4,7 +4,7 @@ The composition root (:mod:`services.compose`) builds a :class:`TournamentApp` o
 service's store and the tournaments' bus, mounts it on the gRPC server, then starts it with
 the game service's target and the games' bus::
 
-    app = TournamentApp.build(store, tournaments_bus, secret=settings.jwt_secret,
+    app = TournamentApp.build(store, tournaments_bus, signer=keys.signer("tournament"),
                               policy=CreationPolicy(Creators(settings.tournament_creators),
                                                     settings.tournament_open_per_player))
     app.mount(server)
@@ -24,6 +24,7 @@ from typing import Final
 import grpc
 
 from dast.v1 import tournament_pb2, tournament_pb2_grpc
+from services.platform.auth import TokenSigner
 from services.platform.bus import Bus, InProcessBus, cancel_and_wait, open_bus
 from services.platform.clock import Clock, wall_clock_ms
 from services.platform.config import Settings
@@ -62,14 +63,16 @@ class TournamentApp:
     tournaments: Tournaments
     service: TournamentService
     publisher: LogPublisher
-    secret: str
+    signer: TokenSigner
+    """The tournament service's token key: its calls to the game service are signed with
+    it, and its page tokens' key derives from it."""
     sweep_seconds: float = 5.0
     conductor: Conductor | None = field(init=False, default=None)
     _games: GrpcTournamentGames | None = field(init=False, default=None)
     _tasks: list[asyncio.Task[None]] = field(init=False, default_factory=list)
 
     @classmethod
-    def build(cls, store: TournamentStore, bus: Bus, *, secret: str,
+    def build(cls, store: TournamentStore, bus: Bus, *, signer: TokenSigner,
               clock: Clock = wall_clock_ms, sweep_seconds: float = 5.0,
               policy: CreationPolicy | None = None) -> TournamentApp:
         """The service over ``store``, publishing the logs on ``bus`` (``policy``: who may
@@ -78,8 +81,8 @@ class TournamentApp:
         publisher = LogPublisher(store, bus, EVENT_TYPE_URL)
         tournaments.add_listener(publisher.wake)
         return cls(tournaments, TournamentService(
-            tournaments, bus, page_tokens=PageTokens(secret), policy=policy,
-        ), publisher, secret, sweep_seconds)
+            tournaments, bus, page_tokens=PageTokens(signer.seed.hex()), policy=policy,
+        ), publisher, signer, sweep_seconds)
 
     def mount(self, server: grpc.aio.Server) -> str:
         """Add the servicer to ``server``; its full name."""
@@ -91,7 +94,7 @@ class TournamentApp:
         """Run the publisher and the conductor (following ``games_bus`` on ``durable``),
         creating matches through the game service at ``game_target`` and expecting their
         players on the presence ``board`` (None: no absence is ever detected)."""
-        self._games = GrpcTournamentGames(game_target, self.secret)
+        self._games = GrpcTournamentGames(game_target, self.signer)
         attendance = (Attendance(board, clock=self.tournaments.clock) if board is not None
                       else None)
         self.conductor = Conductor(self.tournaments, self._games,

@@ -14,7 +14,7 @@ from typing import Protocol
 import grpc
 
 from dast.v1 import game_pb2, game_pb2_grpc, log_pb2
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role, TokenSigner, mint_token
 from services.platform.channels import service_channel
 
 TRANSIENT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -62,16 +62,16 @@ class GrpcTournamentGames:
     Matches are created and finished logs read with a service token; the log of a match
     still running is read with an admin token, which the game service requires for it
     (the time-limit rule needs the score so far; the tournament service is part of the
-    backend and holds the token secret anyway).
+    backend: its key may sign admin tokens, docs/security.md "Token keys").
     """
 
-    def __init__(self, target: str, secret: str, *, player_id: str = "tournaments",
+    def __init__(self, target: str, signer: TokenSigner, *, player_id: str = "tournaments",
                  timeout_seconds: float = 10.0) -> None:
         self._target = target
         self._service = (
-            ("authorization", f"Bearer {mint_token(secret, player_id, Role.SERVICE)}"),)
+            ("authorization", f"Bearer {mint_token(signer, player_id, Role.SERVICE)}"),)
         self._admin = (
-            ("authorization", f"Bearer {mint_token(secret, player_id, Role.ADMIN)}"),)
+            ("authorization", f"Bearer {mint_token(signer, player_id, Role.ADMIN)}"),)
         self._timeout = timeout_seconds
         self._channel: grpc.aio.Channel | None = None
 

@@ -2,7 +2,8 @@
 
 A token names where the next page starts (:class:`~services.tournament.store.Position`: the
 listing key of the last tournament shown) and carries an HMAC-SHA256 tag over that position
-and the filters it was made for, keyed by a key derived from the service's secret. So an
+and the filters it was made for, keyed by a key derived from a secret of the service (its
+token key's private seed: :class:`~services.tournament.app.TournamentApp`). So an
 edited or invented token, or one sent with other filters, is refused with
 ``INVALID_ARGUMENT`` (reason ``invalid_request``, field ``page_token``) instead of paging
 from a place the service never pointed to; every replica holding the secret reads every

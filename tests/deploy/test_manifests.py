@@ -215,6 +215,13 @@ def test_overlays_deploy_every_service(overlay_documents: tuple[str, list[Docume
         component = deployment["metadata"]["name"].removeprefix("dast-")
         assert container["args"] == ["serve", "--services", component]
         assert "grpc" in container["livenessProbe"], f"{overlay}: {component} probe not gRPC"
+        secrets = {env["name"]: env["valueFrom"]["secretKeyRef"]["name"]
+                   for env in container["env"] if "secretKeyRef" in env.get("valueFrom", {})}
+        assert secrets["DAST_TOKEN_KEYS"] == "dast", component
+        # Each issuing service its own token key, the game service none (no replica mints
+        # another's tokens).
+        assert secrets.get("DAST_TOKEN_SIGNING_KEYS") == (
+            None if component == "game" else f"dast-token-key-{component}"), component
 
 
 def broken_copy(tmp_path: Path, edit: Any) -> Path:
@@ -245,8 +252,8 @@ def test_policy_check_fails_on_a_broken_manifest(tmp_path: Path) -> None:
                     "            periodSeconds: 10\n            failureThreshold: 3\n")
         text = text.replace(liveness, "", 1)
         text = text.replace("""              valueFrom:
-                secretKeyRef: {name: dast, key: DAST_JWT_SECRET}""",
-                            "              value: a-default-secret-0123456789abcdef0123", 1)
+                secretKeyRef: {name: dast, key: DAST_TOKEN_KEYS}""",
+                            """              value: '{"keys": []}'""", 1)
         text = text.replace("$(DAST_DB_PASSWORD)", "hunter2", 1)
         return text.replace("        runAsNonRoot: true\n        runAsUser: 65532\n",
                             "        runAsUser: 0\n", 1)
@@ -260,7 +267,7 @@ def test_policy_check_fails_on_a_broken_manifest(tmp_path: Path) -> None:
     del container["resources"]["limits"]
     problems = [p for p in policy_violations(documents) if p.startswith("Deployment/dast-game/")]
     expected = ["root filesystem is writable", "no memory limits", "no livenessProbe",
-                "DAST_JWT_SECRET is not from a secretKeyRef", "DAST_DATABASE_URL holds a password",
+                "DAST_TOKEN_KEYS is not from a secretKeyRef", "DAST_DATABASE_URL holds a password",
                 "not forced to run as non-root", "is not pinned"]
     for fragment in expected:
         assert any(fragment in problem for problem in problems), (fragment, problems)
@@ -287,6 +294,12 @@ def test_compose_file_runs_every_service_with_health_checks_and_no_default_secre
         assert "healthcheck" in service and service["healthcheck"]["test"][0] == "CMD", name
         assert service["env_file"] == ["secrets.env"], name
         assert service["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}
+        issuer_key = f"/run/secrets/token_key_{component}"
+        assert service["environment"]["DAST_TOKEN_KEYS"] == "/run/secrets/token_keys", name
+        assert service["environment"].get("DAST_TOKEN_SIGNING_KEYS") == (
+            None if component == "game" else issuer_key), name
+        assert set(service["secrets"]) == (
+            {"token_keys"} if component == "game" else {"token_keys", f"token_key_{component}"})
     for index in (1, 2, 3):
         nats = services[f"nats-{index}"]
         assert "--jetstream" in nats["command"] and "--routes" in nats["command"]
@@ -297,8 +310,9 @@ def test_compose_file_runs_every_service_with_health_checks_and_no_default_secre
     assert not re.search(r"\$\{[A-Z_]*(SECRET|KEY|PASSWORD)[A-Z_]*:?-", text)
     for service in services.values():
         environment = service.get("environment", {})
-        for variable in environment:
-            assert not SECRET_NAME.search(variable) or variable.endswith("_FILE"), variable
+        for variable, value in environment.items():
+            assert not SECRET_NAME.search(variable) or variable.endswith("_FILE") or str(
+                value).startswith("/run/secrets/"), variable
         for value in environment.values():
             assert not URL_PASSWORD.search(str(value)), value
     prometheus = yaml.safe_load((REPO / "deploy" / "prometheus.yml").read_text())
@@ -355,6 +369,9 @@ def _compose_project(tmp_path: Path) -> Path:
     shutil.copy(project / "secrets.env.example", project / "secrets.env")
     (project / "secrets").mkdir(exist_ok=True)
     (project / "secrets" / "postgres_password").write_text("not-a-real-password\n")
+    for name in ("token_keys", "token_key_lobby", "token_key_bot", "token_key_tournament",
+                 "token_key_stats", "token_key_accounts"):
+        (project / "secrets" / f"{name}.json").write_text('{"keys": []}\n')
     return project
 
 

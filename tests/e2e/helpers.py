@@ -14,8 +14,7 @@ from dast.v1 import game_pb2, game_pb2_grpc, lobby_pb2, lobby_pb2_grpc, log_pb2
 from services.bot.policies import SeatView, decide
 from services.compose import Running, StackOptions, running_stack
 from services.platform.limits import MACHINE_SPEED
-
-SECRET = "test-secret-of-the-play-stack-0123456789abcdef"
+from tests.support.tokens import TEST_KEYS
 
 
 @contextlib.asynccontextmanager
@@ -24,7 +23,7 @@ async def stack(**options: Any) -> AsyncIterator[Running]:
     store_url = options.pop("store_url", None)
     limits = options.pop("limits", MACHINE_SPEED)  # the test clients play at machine speed
     options.setdefault("grace_ms", 300)
-    async with running_stack(SECRET, store_url=store_url, options=StackOptions(**options),
+    async with running_stack(TEST_KEYS, store_url=store_url, options=StackOptions(**options),
                              limits=limits) as run:
         yield run
 

@@ -17,7 +17,8 @@ from services.bot.client import GrpcGameApi
 from services.bot.policies import SeatView
 from services.bot.seats import LogSeats
 from services.bot.service import BotService
-from tests.e2e.helpers import SECRET, Guest, stack
+from tests.e2e.helpers import Guest, stack
+from tests.support.tokens import signer
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -49,7 +50,7 @@ async def test_the_bot_policy_gets_exactly_the_view_getview_returns_for_its_seat
     monkeypatch.setitem(policies.POLICIES["hokm"], "basic", recording_policy)
     async with stack(bots=False, timers=False) as run, \
             grpc.aio.insecure_channel(run.address) as channel:
-        api = RecordingApi(channel, SECRET)
+        api = RecordingApi(channel, signer("bot"))
         bots = BotService(api, LogSeats())
         task = asyncio.create_task(bots.run(run.stack.bus))
         guest = await Guest.sign_in(channel, "device-bot-input")

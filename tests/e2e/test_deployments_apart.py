@@ -22,16 +22,16 @@ import pytest
 
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2, log_pb2
 from services.compose import Running, StackOptions, running_stack
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
 from services.platform.bus_nats import NatsBus
 from services.platform.limits import MACHINE_SPEED
 from services.platform.nats_names import NatsNames
 from services.platform.presence_kv import REPLICA_ALIVE, NatsPresenceBoard
 from tests.conftest import delete_streams, fresh_schema
+from tests.support.tokens import TEST_KEYS, token
 
 pytestmark = pytest.mark.timeout(120)
 
-SECRET = "deployments-apart-test-secret-0123456789abcdef"
 GRACE_MS = 400
 OPTIONS = StackOptions(grace_ms=GRACE_MS, presence_heartbeat_ms=200, timers=False)
 
@@ -43,7 +43,7 @@ async def _wait_for(check: Callable[[], Awaitable[bool]], seconds: float = 60) -
 
 
 def _metadata(player_id: str, role: Role = Role.PLAYER) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {mint_token(SECRET, player_id, role)}"),)
+    return (("authorization", f"Bearer {token(player_id, role)}"),)
 
 
 async def _relayed(bus: NatsBus, game_id: str, seq: int) -> None:
@@ -65,7 +65,7 @@ async def _deployment(database_url: str, nats_url: str) -> AsyncIterator[Running
     names = NatsNames(f"test{uuid.uuid4().hex[:12]}")
     try:
         with fresh_schema(database_url) as url:
-            async with running_stack(SECRET, store_url=url, nats_url=nats_url, options=OPTIONS,
+            async with running_stack(TEST_KEYS, store_url=url, nats_url=nats_url, options=OPTIONS,
                                      limits=MACHINE_SPEED, deployment=names.deployment) as run:
                 yield run
     finally:

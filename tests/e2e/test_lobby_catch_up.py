@@ -21,7 +21,7 @@ import pytest
 from dast.v1 import common_pb2, lobby_pb2
 from services.compose import run
 from services.platform.config import Settings
-from tests.e2e.helpers import SECRET, Guest, wait_for
+from tests.e2e.helpers import Guest, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -37,7 +37,7 @@ async def serving(data_dir: Path, services: str) -> AsyncIterator[grpc.aio.Chann
     """``dast serve --services SERVICES`` on the embedded defaults under ``data_dir``."""
     address = f"127.0.0.1:{_free_port()}"
     settings = Settings(listen=address, data_dir=data_dir, services=services,
-                        jwt_secret=SECRET, log_level="warning",
+                        log_level="warning",
                         limit_calls_per_second=1e6, limit_call_burst=1_000_000)
     stop = asyncio.Event()
     server = asyncio.create_task(run(settings, stop=stop))

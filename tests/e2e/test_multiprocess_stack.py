@@ -40,15 +40,15 @@ from dast.v1 import (
     log_pb2,
 )
 from services.bot.policies import SeatView, decide
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
 from services.platform.channels import service_channel
 from tests.conftest import NatsNames
 from tests.support.processes import ServiceProcess
 from tests.support.servers import free_port
+from tests.support.tokens import token, token_environment
 
 pytestmark = pytest.mark.timeout(180)
 
-SECRET = "multiprocess-stack-secret-0123456789abcdef"
 SIGNING_KEY = base64.b64encode(os.urandom(32)).decode()
 """A key of this run's own: the one it had was deploy/local-stack.sh's published default,
 which servers now refuse."""
@@ -77,14 +77,17 @@ async def multiprocess_stack(pg_url: str, nats_url: str, names: NatsNames, logs:
     env = {
         **os.environ, "DAST_DATABASE_URL": pg_url, "DAST_NATS_URL": nats_url,
         "DAST_DEPLOYMENT": names.deployment,
-        "DAST_JWT_SECRET": SECRET, "DAST_SIGNING_KEY": SIGNING_KEY,
+        "DAST_SIGNING_KEY": SIGNING_KEY,
         "DAST_GAME_TARGET": game_target, "DAST_LOG_LEVEL": "warning",
     }
     stack = Stack(
-        ServiceProcess("lobby", "lobby", free_port(), env, logs / "lobby.log"),
-        [ServiceProcess(f"game-{i}", "game", port, env, logs / f"game-{i}.log")
+        ServiceProcess("lobby", "lobby", free_port(), {**env, **token_environment(["lobby"])},
+                       logs / "lobby.log"),
+        [ServiceProcess(f"game-{i}", "game", port, {**env, **token_environment(["game"])},
+                        logs / f"game-{i}.log")
          for i, port in enumerate(game_ports)],
-        [ServiceProcess(f"bot-{i}", "bot", free_port(), env, logs / f"bot-{i}.log")
+        [ServiceProcess(f"bot-{i}", "bot", free_port(), {**env, **token_environment(["bot"])},
+                        logs / f"bot-{i}.log")
          for i in range(2)],
         game_target,
     )
@@ -157,7 +160,7 @@ def hokm_settings() -> lobby_pb2.TableSettings:
 
 async def create_bot_match(game: game_pb2_grpc.GameServiceStub, game_id: str) -> None:
     """A match of four bots created without the lobby (the bots play all of it)."""
-    service = (("authorization", f"Bearer {mint_token(SECRET, 'test', Role.SERVICE)}"),)
+    service = (("authorization", f"Bearer {token('test', Role.SERVICE)}"),)
     request = game_pb2.CreateGameRequest(
         game_type=common_pb2.GAME_TYPE_HOKM, game_id=game_id,
         players=[common_pb2.Player(player_id=f"bot:basic:{seat}", display_name=f"B{seat}",

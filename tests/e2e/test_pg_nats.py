@@ -14,7 +14,8 @@ import pytest
 from dast.v1 import common_pb2, lobby_pb2
 from services.compose import StackOptions, running_stack
 from tests.conftest import NatsNames
-from tests.e2e.helpers import SECRET, Guest, wait_for
+from tests.e2e.helpers import Guest, wait_for
+from tests.support.tokens import TEST_KEYS, token
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -24,7 +25,7 @@ async def test_a_hokm_match_with_bots_and_a_timeout_on_postgres_and_nats(
 ) -> None:
     options = StackOptions(grace_ms=300, timer_shift_ms=-14_900)
     async with running_stack(
-        SECRET, store_url=pg_url, nats_url=nats_url, options=options,
+        TEST_KEYS, store_url=pg_url, nats_url=nats_url, options=options,
         deployment=nats_names.deployment,
     ) as run, grpc.aio.insecure_channel(run.address) as channel:
         guest = await Guest.sign_in(channel, "device-pg-nats")
@@ -56,13 +57,13 @@ async def test_two_replicas_share_the_bots_durable_consumer_and_finish_a_match(
     # game service takes any command and the store settles races.
     from dast.v1 import game_pb2, game_pb2_grpc, hokm_pb2
     from services.bot.policies import SeatView
-    from services.platform.auth import Role, mint_token
+    from services.platform.auth import Role
 
     options = StackOptions(timers=False, presence=False)
-    metadata = (("authorization", f"Bearer {mint_token(SECRET, 'tester', Role.SERVICE)}"),)
-    async with running_stack(SECRET, store_url=pg_url, nats_url=nats_url, options=options,
+    metadata = (("authorization", f"Bearer {token('tester', Role.SERVICE)}"),)
+    async with running_stack(TEST_KEYS, store_url=pg_url, nats_url=nats_url, options=options,
                              deployment=nats_names.deployment) as first, \
-            running_stack(SECRET, store_url=pg_url, nats_url=nats_url, options=options,
+            running_stack(TEST_KEYS, store_url=pg_url, nats_url=nats_url, options=options,
                           deployment=nats_names.deployment) as second, \
             grpc.aio.insecure_channel(first.address) as channel:
         stub = game_pb2_grpc.GameServiceStub(channel)

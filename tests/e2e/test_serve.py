@@ -13,7 +13,7 @@ import pytest
 from dast.v1 import common_pb2, lobby_pb2
 from services.compose import run
 from services.platform.config import Settings
-from tests.e2e.helpers import SECRET, Guest
+from tests.e2e.helpers import Guest
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -28,7 +28,7 @@ async def test_the_embedded_server_plays_a_match_with_bots(tmp_path: Path) -> No
     address = f"127.0.0.1:{_free_port()}"
     # The guest plays at machine speed (a whole match in seconds), far above a person's
     # call rate: the default limits per player would refuse it.
-    settings = Settings(listen=address, data_dir=tmp_path, services="all", jwt_secret=SECRET,
+    settings = Settings(listen=address, data_dir=tmp_path, services="all",
                         log_level="warning", limit_calls_per_second=1e6,
                         limit_call_burst=1_000_000)
     stop = asyncio.Event()

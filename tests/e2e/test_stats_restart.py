@@ -25,11 +25,12 @@ from dast.v1 import log_pb2
 from services.platform.bus_nats import NatsBus
 from services.stats.store import StatsStore
 from tests.conftest import NatsNames
-from tests.e2e.test_multiprocess_stack import SECRET, SIGNING_KEY
+from tests.e2e.test_multiprocess_stack import SIGNING_KEY
 from tests.services.stats.checks import assert_matches_logs, stats_progress
 from tests.services.stats.matches import corpus
 from tests.support.processes import ServiceProcess
 from tests.support.servers import free_port
+from tests.support.tokens import token_environment
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -49,7 +50,7 @@ async def test_a_killed_stats_process_resumes_without_losing_or_double_counting(
             queues.remove(queue)
     env = {**os.environ, "DAST_DATABASE_URL": pg_url,
            "DAST_NATS_URL": nats_url, "DAST_DEPLOYMENT": nats_names.deployment,
-           "DAST_JWT_SECRET": SECRET, "DAST_SIGNING_KEY": SIGNING_KEY,
+           **token_environment(["stats"]), "DAST_SIGNING_KEY": SIGNING_KEY,
            "DAST_LOG_LEVEL": "warning"}
     log = tmp_path / "stats.log"
     process = ServiceProcess("stats", "stats", free_port(), env, log)

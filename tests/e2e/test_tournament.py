@@ -23,14 +23,16 @@ import pytest
 from dast.v1 import common_pb2, log_pb2, tournament_pb2, tournament_pb2_grpc
 from engine import tournament as engine
 from services.compose import Running, StackOptions, running_stack
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
 from services.platform.bus_nats import NatsBus
 from services.platform.limits import MACHINE_SPEED
 from services.tournament import chain
 from services.tournament.app import TournamentApp
 from services.tournament.store import TournamentStore
 from tests.conftest import NatsNames
-from tests.e2e.helpers import SECRET, stack
+from tests.e2e.helpers import stack
+from tests.support.tokens import TEST_KEYS, signer
+from tests.support.tokens import token as signed_token
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -49,7 +51,7 @@ class Host:
 
     @classmethod
     def on(cls, channel: grpc.aio.Channel, player_id: str = "host-1") -> Host:
-        token = mint_token(SECRET, player_id, Role.PLAYER)
+        token = signed_token(player_id, Role.PLAYER)
         return cls(tournament_pb2_grpc.TournamentServiceStub(channel),
                    (("authorization", f"Bearer {token}"),))
 
@@ -218,7 +220,7 @@ async def test_a_swiss_tournament_of_hand_in_partnerships_plays_partnered_tables
 async def second_replica(run: Running, store_url: str) -> AsyncIterator[TournamentApp]:
     """Another tournament replica over the same store, bus and game service."""
     store = await asyncio.to_thread(TournamentStore.open, store_url)
-    app = TournamentApp.build(store, run.stack.tournament_bus, secret=SECRET,
+    app = TournamentApp.build(store, run.stack.tournament_bus, signer=signer("tournament"),
                               sweep_seconds=0.3)
     app.start(run.stack.bus, game_target=run.address)
     try:
@@ -309,7 +311,7 @@ async def test_two_tournament_replicas_on_postgres_and_nats_finish_a_tournament(
         pg_url: str, nats_url: str, nats_names: NatsNames) -> None:
     options = StackOptions(tournament_sweep_seconds=0.3, presence=False)
     async with running_stack(
-        SECRET, store_url=pg_url, nats_url=nats_url, options=options, limits=MACHINE_SPEED,
+        TEST_KEYS, store_url=pg_url, nats_url=nats_url, options=options, limits=MACHINE_SPEED,
         deployment=nats_names.deployment,
     ) as run, second_replica(run, pg_url) as other, \
             grpc.aio.insecure_channel(run.address) as channel:

@@ -25,10 +25,12 @@ from sqlalchemy import create_engine, text
 from dast.v1 import game_pb2, game_pb2_grpc, log_pb2
 from engine.core.audit import audit_log
 from engine.core.seal import verify_seal
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
+from services.platform.token_keys import TokenKeys
 from services.stats.store import StatsStore
 from tests.reliability.load import Load, bearer, retrying
 from tests.services.stats.checks import assert_matches_logs, stats_progress
+from tests.support.tokens import mint_with
 
 EVENTS_STREAM = "DAST_EVENTS"
 EVENTS_PREFIX = "dast.events"
@@ -115,7 +117,7 @@ def sequence_problems(where: str, game_id: str, seqs: list[int]) -> tuple[int, i
     return 0, 0, None
 
 
-async def check_everything(load: Load, database_url: str, nats_url: str, secret: str, *,
+async def check_everything(load: Load, database_url: str, nats_url: str, keys: TokenKeys, *,
                            stats_running: bool, settle_seconds: float = 120) -> Findings:
     findings = Findings(matches=len(load.matches))
     game_ids = sorted(load.matches)
@@ -152,7 +154,7 @@ async def check_everything(load: Load, database_url: str, nats_url: str, secret:
                 f"JetStream: {game_id} lacks {missing_from_stream} stored events")
 
     await load.watchers_done(30)
-    logs = await _check_logs(load, secret, game_ids, findings)
+    logs = await _check_logs(load, keys, game_ids, findings)
     if stats_running:
         await _check_stats(database_url, logs, findings)
     for watcher in load.watchers:
@@ -162,12 +164,12 @@ async def check_everything(load: Load, database_url: str, nats_url: str, secret:
     return findings
 
 
-async def _check_logs(load: Load, secret: str, game_ids: list[str], findings: Findings
+async def _check_logs(load: Load, keys: TokenKeys, game_ids: list[str], findings: Findings
                       ) -> dict[str, list[log_pb2.Event]]:
     """Export every match; audit it; check the seal and the watchers' receipts. The logs'
     events, by game."""
     logs: dict[str, list[log_pb2.Event]] = {}
-    admin = bearer(mint_token(secret, "reliability-audit", Role.ADMIN))
+    admin = bearer(mint_with(keys, "reliability-audit", Role.ADMIN))
     game: game_pb2_grpc.GameServiceStub = load.game
     key = await retrying(load.tally, lambda: game.GetSigningKey(
         game_pb2.GetSigningKeyRequest(), metadata=admin, timeout=10))

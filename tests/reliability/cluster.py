@@ -20,8 +20,8 @@ from typing import Final
 from services.compose import KNOWN_SERVICES
 from tests.support.processes import ServiceProcess
 from tests.support.servers import PrivateNats, PrivatePostgres, free_port
+from tests.support.tokens import token_environment
 
-SECRET: Final = "reliability-suite-secret-0123456789abcdef0123456789"
 SIGNING_KEY: Final = "G1DCwG9DUhD7w7vhyT9cDP2m2ZqUw6jv0N2QmDq5cGc="
 PRESENCE_GRACE_SECONDS: Final = 3.0
 PRESENCE_HEARTBEAT_SECONDS: Final = 1.0
@@ -71,7 +71,7 @@ async def running_cluster(work_dir: Path) -> AsyncIterator[Cluster]:
         game_target = "ipv4:" + ",".join(f"127.0.0.1:{port}" for port in game_ports)
         env = {
             **os.environ, "DAST_DATABASE_URL": postgres.url, "DAST_NATS_URL": nats.url,
-            "DAST_JWT_SECRET": SECRET, "DAST_SIGNING_KEY": SIGNING_KEY,
+            "DAST_SIGNING_KEY": SIGNING_KEY,
             "DAST_GAME_TARGET": game_target, "DAST_LOG_LEVEL": "warning",
             "DAST_PRESENCE_GRACE_SECONDS": str(PRESENCE_GRACE_SECONDS),
             "DAST_PRESENCE_HEARTBEAT_SECONDS": str(PRESENCE_HEARTBEAT_SECONDS),
@@ -83,8 +83,10 @@ async def running_cluster(work_dir: Path) -> AsyncIterator[Cluster]:
                 continue
             for index in range(count):
                 port = game_ports[index] if service == "game" else free_port()
-                processes.append(ServiceProcess(f"{service}-{index}", service, port, env,
-                                             logs / f"{service}-{index}.log"))
+                processes.append(ServiceProcess(
+                    f"{service}-{index}", service, port,
+                    {**env, **token_environment([service])},  # only its own keys
+                    logs / f"{service}-{index}.log"))
         first, *others = processes_in_start_order(processes)
         first.start()  # the first game replica migrates the schema
         await first.listening()

@@ -16,18 +16,16 @@ import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final
 
 import grpc
 from google.protobuf.descriptor import MethodDescriptor
 from hypothesis import HealthCheck, given, seed, settings
 
-from services.platform.auth import mint_token
 from services.platform.channels import service_channel
+from services.platform.token_keys import TokenKeys
 from tests.reliability.load import TRANSIENT
 from tests.support.hostile import calls, every_service, reply_problem, send
-
-OTHER_SECRET: Final = "someone-elses-secret-0123456789abcdef0123456789"
+from tests.support.tokens import mint_with, stranger_token
 
 
 @dataclass
@@ -36,7 +34,7 @@ class HostileClients:
 
     addresses: dict[str, str]
     """Full service name (``dast.v1.LobbyService``) -> the gRPC target serving it."""
-    secret: str
+    keys: TokenKeys
     ids: Sequence[str]
     calls: int
     seed: int
@@ -48,10 +46,10 @@ class HostileClients:
     def tokens(self) -> dict[str, str | None]:
         return {
             "none": None,
-            "stranger": mint_token(self.secret, "g-hostile-stranger"),
-            "seated": mint_token(self.secret, "g-hostile-seated"),
-            "expired": mint_token(self.secret, "g-hostile-stranger", ttl_seconds=-60),
-            "forged": mint_token(OTHER_SECRET, "root"),
+            "stranger": mint_with(self.keys, "g-hostile-stranger"),
+            "seated": mint_with(self.keys, "g-hostile-seated"),
+            "expired": mint_with(self.keys, "g-hostile-stranger", ttl_seconds=-60),
+            "forged": stranger_token("root"),
             "garbage": "not.a.token",
         }
 

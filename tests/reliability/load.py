@@ -28,7 +28,9 @@ import grpc
 
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hand_pb2, hokm_pb2
 from services.bot.policies import SeatView, decide
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
+from services.platform.token_keys import TokenKeys
+from tests.support.tokens import mint_with
 
 T = TypeVar("T")
 TRANSIENT: Final = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -163,7 +165,8 @@ class Load:
     """Matches and streams of one run, and what their clients met."""
 
     game: game_pb2_grpc.GameServiceStub
-    secret: str
+    keys: TokenKeys
+    """What its tokens are signed with."""
     run_tag: str
     tally: CallTally = field(default_factory=CallTally)
     matches: dict[str, Variant] = field(default_factory=dict)
@@ -172,7 +175,7 @@ class Load:
 
     @property
     def service_metadata(self) -> tuple[tuple[str, str], ...]:
-        return bearer(mint_token(self.secret, "reliability-load", Role.SERVICE))
+        return bearer(mint_with(self.keys, "reliability-load", Role.SERVICE))
 
     async def create_match(self, index: int) -> str:
         """Start bot match number ``index`` (the variants in turn); its game id."""
@@ -218,8 +221,8 @@ class Load:
                 await asyncio.wait_for(stop.wait(), timeout=1.0)
 
     def _follow(self, game_id: str) -> None:
-        watcher = Watcher(game_id, mint_token(
-            self.secret, f"watcher-{self.run_tag}-{len(self.watchers)}"))
+        watcher = Watcher(game_id, mint_with(
+            self.keys, f"watcher-{self.run_tag}-{len(self.watchers)}"))
         self.watchers.append(watcher)
         self._tasks.append(asyncio.create_task(watcher.follow(self.game, self.tally)))
 

@@ -25,11 +25,12 @@ from dast.v1 import common_pb2, game_pb2_grpc, lobby_pb2, lobby_pb2_grpc
 from services.platform.channels import service_channel
 from services.platform.presence_kv import NatsPresenceBoard
 from tests.reliability.checks import Findings, check_everything
-from tests.reliability.cluster import SECRET, Cluster, running_cluster
+from tests.reliability.cluster import Cluster, running_cluster
 from tests.reliability.faults import FaultInjector, Injected
 from tests.reliability.hostile_clients import HostileClients
 from tests.reliability.load import VARIANTS, CallTally, Load, Person, bearer, retrying
 from tests.support.hostile import every_service
+from tests.support.tokens import TEST_KEYS
 
 PERSONS_VARIANT = VARIANTS[0]
 """The person sits at a Hokm 4p table (the lobby's default game)."""
@@ -87,7 +88,7 @@ async def run_suite(options: RunOptions, work_dir: Path, progress: Progress = pr
             grpc.aio.insecure_channel(f"127.0.0.1:{cluster.of('game')[0].port}") as pinned:
         progress(f"cluster up: {', '.join(p.name for p in cluster.processes)}")
         game = game_pb2_grpc.GameServiceStub(game_channel)
-        load = Load(game, SECRET, run_tag)
+        load = Load(game, TEST_KEYS, run_tag)
         stop_load = asyncio.Event()
         sustained = asyncio.create_task(load.sustain(
             options.matches, max(1, options.streams // options.matches), stop_load))
@@ -99,7 +100,7 @@ async def run_suite(options: RunOptions, work_dir: Path, progress: Progress = pr
         # no replica ever saw them and there is no one to take over.
         await _wait_until_on_the_board(cluster.nats.url, person)
         playing = asyncio.create_task(person.play_to_the_end())
-        hostile = HostileClients(_addresses(cluster), SECRET,
+        hostile = HostileClients(_addresses(cluster), TEST_KEYS,
                                  [person.game_id, "x", person.player_id],
                                  options.hostile_calls, options.seed)
         try:
@@ -116,7 +117,7 @@ async def run_suite(options: RunOptions, work_dir: Path, progress: Progress = pr
                     await asyncio.shield(playing)
             await hostile.join()
             findings = await check_everything(load, cluster.database_url, cluster.nats.url,
-                                              SECRET, stats_running="stats" in cluster.services)
+                                              TEST_KEYS, stats_running="stats" in cluster.services)
         finally:
             stop_load.set()
             await load.stop_watching()

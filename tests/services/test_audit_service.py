@@ -25,7 +25,7 @@ from services.platform.errors import Reason, reason_of
 from services.platform.keys import LogSigner
 from tests.golden_logs import GOLDEN
 from tests.services.game.conftest import Embedded, embedded
-from tests.services.game.helpers import token
+from tests.support.tokens import token
 
 __all__ = ["embedded"]  # the game service's fixture, used here too
 

@@ -71,15 +71,16 @@ from engine.tournament.model import MAX_ROUNDS
 from services.game.repository import GameRepository
 from services.lobby.service import GrpcGameStarter
 from services.lobby.store import StaleTable
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
 from services.platform.errors import DOMAIN, error_info_of, reason_of
 from services.platform.limits import CallerLimits
 from services.platform.store import ConcurrencyConflict
 from services.tournament.policy import DEFAULT_OPEN_PER_PLAYER, CreationPolicy, Creators
 from services.tournament.store import ConcurrencyConflict as TournamentConflict
 from services.tournament.tournaments import MAX_ATTEMPTS, Tournaments
-from tests.e2e.helpers import SECRET, stack
+from tests.e2e.helpers import stack
 from tests.support.idp import LocalIdp, rsa_key
+from tests.support.tokens import token
 
 pytestmark = pytest.mark.timeout(120)
 ROOT: Final = Path(__file__).resolve().parents[2]
@@ -214,7 +215,7 @@ class Api:
 
     @staticmethod
     def auth(player_id: str, role: Role = Role.PLAYER, **mint: Any) -> tuple[tuple[str, str]]:
-        return (("authorization", f"Bearer {mint_token(SECRET, player_id, role, **mint)}"),)
+        return (("authorization", f"Bearer {token(player_id, role, **mint)}"),)
 
     @property
     def service(self) -> tuple[tuple[str, str]]:

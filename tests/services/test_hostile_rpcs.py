@@ -34,7 +34,7 @@ from sqlalchemy import create_engine, text
 
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, lobby_pb2, lobby_pb2_grpc
 from services.compose import StackOptions, running_stack
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
 from services.platform.limits import MACHINE_SPEED
 from tests.support.hostile import (
     calls,
@@ -44,10 +44,11 @@ from tests.support.hostile import (
     reply_problem,
     send,
 )
+from tests.support.tokens import TEST_KEYS, stranger_token
+from tests.support.tokens import token as signed_token
 
 pytestmark = pytest.mark.timeout(180)
 
-SECRET: Final = "hostile-rpcs-test-secret-0123456789abcdef0123456789"
 SERVICES: Final = every_service()
 """Every service of the API (read from the generated modules, so a new one is covered
 without touching this file): the process under test serves them all."""
@@ -101,7 +102,7 @@ def world(pg_url: str) -> Iterator[World]:
 
     async def start() -> World:
         run = await stack.enter_async_context(running_stack(
-            SECRET, store_url=pg_url, limits=MACHINE_SPEED,
+            TEST_KEYS, store_url=pg_url, limits=MACHINE_SPEED,
             options=StackOptions(bots=False, timers=False, presence=True),
         ))
         channel = await stack.enter_async_context(grpc.aio.insecure_channel(run.address))
@@ -116,12 +117,11 @@ def world(pg_url: str) -> Iterator[World]:
         tokens: dict[str, str | None] = {
             "none": None,
             "seated": host.token,
-            "stranger": mint_token(SECRET, "g-stranger"),
-            "service": mint_token(SECRET, "lobby", Role.SERVICE),
-            "admin": mint_token(SECRET, "root", Role.ADMIN),
-            "expired": mint_token(SECRET, host.player_id, ttl_seconds=-60),
-            "forged": mint_token("another-secret-0123456789abcdef0123456789", "root",
-                                 Role.ADMIN),
+            "stranger": signed_token("g-stranger"),
+            "service": signed_token("lobby", Role.SERVICE),
+            "admin": signed_token("root", Role.ADMIN),
+            "expired": signed_token(host.player_id, ttl_seconds=-60),
+            "forged": stranger_token("root", Role.ADMIN),
             "garbage": "not.a.token",
         }
         ids = [started.game_id, table.table_id, table.invite_code, host.player_id,

@@ -23,9 +23,10 @@ from dast.v1 import (
     replay_pb2_grpc,
 )
 from services.compose import Running
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
 from services.platform.validation import quoted_input
-from tests.e2e.helpers import SECRET, Guest, stack
+from tests.e2e.helpers import Guest, stack
+from tests.support.tokens import token
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -35,7 +36,7 @@ LONG_PLAYER = "p" + "y" * 99
 
 
 def _as(player_id: str, role: Role = Role.PLAYER) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {mint_token(SECRET, player_id, role)}"),)
+    return (("authorization", f"Bearer {token(player_id, role)}"),)
 
 
 def _assert_quoted(error: grpc.aio.AioRpcError, value: str) -> None:

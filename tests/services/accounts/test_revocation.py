@@ -25,13 +25,14 @@ from dast.v1 import (
     stats_pb2_grpc,
 )
 from services.compose import Running, StackOptions, running_stack
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
 from services.platform.errors import reason_of
 from services.platform.limits import MACHINE_SPEED
 from services.platform.revocations import InProcessRevocations, SessionStreams
 from tests.conftest import NatsNames
-from tests.e2e.helpers import SECRET, stack
+from tests.e2e.helpers import stack
 from tests.services.accounts.calls import refused, session_bearer
+from tests.support.tokens import TEST_KEYS, bearer
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -39,11 +40,6 @@ SignIn = accounts_pb2.AccountsServiceSignInGuestRequest
 WAIT_SECONDS = 30.0
 """How long a revocation may take to reach a stream or another server (it takes
 milliseconds; the bound only keeps a broken build from hanging)."""
-
-
-def bearer(player_id: str, role: Role = Role.PLAYER) -> tuple[tuple[str, str]]:
-    """The ``authorization`` metadata of a token of ``player_id`` outside any session."""
-    return (("authorization", f"Bearer {mint_token(SECRET, player_id, role)}"),)
 
 
 async def _end_of(stream: Any) -> tuple[grpc.StatusCode, str | None]:
@@ -168,7 +164,7 @@ async def test_a_stream_handing_a_message_to_grpc_ends_when_it_resumes() -> None
 @contextlib.asynccontextmanager
 async def _replica(nats_url: str, deployment: str) -> AsyncIterator[Running]:
     """A whole server of ``deployment`` with its own store and caches."""
-    async with running_stack(SECRET, nats_url=nats_url, deployment=deployment,
+    async with running_stack(TEST_KEYS, nats_url=nats_url, deployment=deployment,
                              limits=MACHINE_SPEED,
                              options=StackOptions(timers=False, bots=False,
                                                   durable_prefix=f"{deployment}-")) as run:

@@ -20,10 +20,11 @@ from dast.v1 import (
 )
 from services.accounts.sessions import Sessions, TokenPolicy
 from services.accounts.store import AccountsStore, RefreshRefused
-from services.platform.auth import AuthError, Role, mint_token, verify_token
+from services.platform.auth import AuthError, Role, verify_token
 from services.platform.config import load_settings
 from services.platform.errors import reason_of
-from tests.e2e.helpers import SECRET, stack
+from tests.e2e.helpers import stack
+from tests.support.tokens import TEST_KEYS, signer, stranger_token, token
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -70,7 +71,7 @@ async def test_an_access_token_is_short_names_its_session_and_opens_other_servic
     accounts = accounts_pb2_grpc.AccountsServiceStub(channel)
     signed_in = await accounts.SignInGuest(SignIn(device_id="phone-0002"))
     tokens = signed_in.tokens
-    identity = verify_token(SECRET, tokens.access_token)
+    identity = verify_token(TEST_KEYS.ring, tokens.access_token)
     assert (identity.player_id, identity.session_id) == (signed_in.player_id, tokens.session_id)
     assert tokens.access_expires_at_ms - tokens.server_time_ms <= 15 * 60_000
     assert tokens.access_expires_at_ms - tokens.server_time_ms > 14 * 60_000
@@ -92,7 +93,7 @@ async def test_refresh_rotates_and_a_reused_token_ends_the_session(
     assert renewed.player_id == signed_in.player_id
     assert renewed.tokens.session_id == first.session_id
     assert renewed.tokens.refresh_token != first.refresh_token
-    assert verify_token(SECRET, renewed.tokens.access_token).session_id == first.session_id
+    assert verify_token(TEST_KEYS.ring, renewed.tokens.access_token).session_id == first.session_id
     # The first refresh token was spent: presenting it again ends the whole session, so
     # the token the rotation handed out stops working too.
     assert await _refused(accounts.Refresh(accounts_pb2.RefreshRequest(
@@ -135,7 +136,7 @@ async def test_a_lobby_guest_moves_over_with_its_player_id_once(
     moved = await accounts.SignInGuest(SignIn(device_id="old-phone-0001", display_name="Dara"),
                                        metadata=bearer)
     assert (moved.player_id, len(moved.device_secret)) == (guest.player_id, 43)
-    assert verify_token(SECRET, moved.tokens.access_token).player_id == guest.player_id
+    assert verify_token(TEST_KEYS.ring, moved.tokens.access_token).player_id == guest.player_id
     # From now on the device secret guards the guest here, lobby token or not.
     assert await _refused(accounts.SignInGuest(SignIn(device_id="old-phone-0001"),
                                                metadata=bearer)) == (
@@ -144,19 +145,19 @@ async def test_a_lobby_guest_moves_over_with_its_player_id_once(
                                                metadata=bearer)) == (
         grpc.StatusCode.FAILED_PRECONDITION, "guest_already_moved")
     # Only a lobby guest's token moves a player: not a session's, a service's or a forged one.
-    for token in (moved.tokens.access_token, mint_token(SECRET, "lobby", Role.SERVICE),
-                  mint_token("another-secret-0123456789abcdef01234567", guest.player_id),
+    for other in (moved.tokens.access_token, token("lobby", Role.SERVICE),
+                  stranger_token(guest.player_id),
                   "not.a.token"):
         assert await _refused(accounts.SignInGuest(
             SignIn(device_id="third-phone-0001"),
-            metadata=(("authorization", f"Bearer {token}"),))) == (
+            metadata=(("authorization", f"Bearer {other}"),))) == (
             grpc.StatusCode.UNAUTHENTICATED, "token_invalid")
 
 
 async def test_sign_out_needs_a_token_of_a_session(
         channel: grpc.aio.Channel) -> None:
     accounts = accounts_pb2_grpc.AccountsServiceStub(channel)
-    lobby_guest = (("authorization", f"Bearer {mint_token(SECRET, 'g-00000000000000aa')}"),)
+    lobby_guest = (("authorization", f"Bearer {token('g-00000000000000aa')}"),)
     assert await _refused(accounts.SignOut(accounts_pb2.SignOutRequest(),
                                            metadata=lobby_guest)) == (
         grpc.StatusCode.FAILED_PRECONDITION, "no_session")
@@ -180,10 +181,11 @@ async def test_a_refresh_token_expires_after_its_days_on_the_services_clock() ->
     now = [int(time.time() * 1000)]
     store = AccountsStore.open(None)
     try:
-        sessions = Sessions(store, SECRET, policy=TokenPolicy(access_minutes=5, refresh_days=2),
+        sessions = Sessions(store, signer("accounts"), TEST_KEYS.ring,
+                            policy=TokenPolicy(access_minutes=5, refresh_days=2),
                             clock=lambda: now[0])
         tokens = await sessions.open("g-00000000000000bb")
-        assert verify_token(SECRET, tokens.access_token).session_id == tokens.session_id
+        assert verify_token(TEST_KEYS.ring, tokens.access_token).session_id == tokens.session_id
         now[0] += 2 * 86_400_000 - 1
         _, tokens = await sessions.refresh(tokens.refresh_token)  # just in time
         now[0] += 2 * 86_400_000
@@ -191,8 +193,8 @@ async def test_a_refresh_token_expires_after_its_days_on_the_services_clock() ->
             await sessions.refresh(tokens.refresh_token)
         # The access token minted on the moved clock carries that clock's expiry.
         with pytest.raises(AuthError):
-            verify_token(SECRET, sessions.mint_access("g-00000000000000bb", "sid",
-                                                      now[0] - 86_400_000))
+            verify_token(TEST_KEYS.ring, sessions.mint_access("g-00000000000000bb", "sid",
+                                                              now[0] - 86_400_000))
     finally:
         store.close()
 

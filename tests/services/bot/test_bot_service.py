@@ -9,15 +9,16 @@ import pytest
 
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2
 from services.bot.policies import SeatView
-from services.platform.auth import Role, mint_token
-from tests.e2e.helpers import SECRET, stack, wait_for
+from services.platform.auth import Role
+from tests.e2e.helpers import stack, wait_for
+from tests.support.tokens import token
 
 pytestmark = pytest.mark.timeout(120)
 
 
 async def test_four_bots_play_a_seven_point_match_to_the_end_on_their_own() -> None:
     # Nobody but the bot service moves: the match must never stall between wake-ups.
-    metadata = (("authorization", f"Bearer {mint_token(SECRET, 'tester', Role.SERVICE)}"),)
+    metadata = (("authorization", f"Bearer {token('tester', Role.SERVICE)}"),)
     players = [common_pb2.Player(player_id=f"bot:{level}:{seat}", is_bot=True)
                for seat, level in enumerate(("basic", "greedy", "random", "basic"))]
     async with stack(timers=False) as run, grpc.aio.insecure_channel(run.address) as channel:

@@ -14,7 +14,8 @@ from services.bot.client import GrpcGameApi
 from services.bot.seats import LogSeats
 from services.bot.timers import Deadline, TurnTimers, pending_deadlines
 from services.platform.bus import KnowsLastEvents
-from tests.e2e.helpers import SECRET, Guest, stack, wait_for
+from tests.e2e.helpers import Guest, stack, wait_for
+from tests.support.tokens import signer
 
 
 class _NoApi:
@@ -67,7 +68,7 @@ async def test_a_deadline_fired_by_two_replicas_appends_one_automatic_move(
         pending = [d for d in pending_deadlines(await bus.last_events())
                    if d.game_id == table.game_id]
         assert len(pending) == 1
-        replicas = [TurnTimers(GrpcGameApi(channel, SECRET), LogSeats()) for _ in range(2)]
+        replicas = [TurnTimers(GrpcGameApi(channel, signer("bot")), LogSeats()) for _ in range(2)]
         # Both replicas fire the same deadline, twice each.
         await asyncio.gather(*(r.fire(pending[0]) for r in replicas for _ in range(2)))
         entries = await asyncio.to_thread(run.store.load, table.game_id, pending[0].seq)

@@ -18,7 +18,7 @@ from services.platform.auth import Role
 from services.platform.keys import LogSigner
 from tests.golden_logs import GOLDEN
 from tests.services.game.conftest import Embedded, embedded
-from tests.services.game.helpers import token
+from tests.support.tokens import token
 
 __all__ = ["embedded"]  # the game service's fixture, used here too
 

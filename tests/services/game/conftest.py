@@ -21,7 +21,8 @@ from services.platform.metrics import GameMetrics
 from services.platform.relay import Relay
 from services.platform.server import add_health_and_reflection, bind, make_server
 from services.platform.store import MemoryEventStore
-from tests.services.game.helpers import SECRET, GameClient
+from tests.services.game.helpers import GameClient
+from tests.support.tokens import TEST_KEYS
 
 
 @dataclass
@@ -50,7 +51,7 @@ async def embedded(limiter: CallerLimiter) -> AsyncIterator[Embedded]:
     await bus.start()
     relay = Relay(store, bus, poll_seconds=0.2)
     relay_task = asyncio.create_task(relay.run())
-    server = make_server(SECRET, limiter=limiter)
+    server = make_server(TEST_KEYS.ring, limiter=limiter)
     service = mount_game_service(
         server, store, bus, relay.notify, metrics=GameMetrics(CollectorRegistry())
     )

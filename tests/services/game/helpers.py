@@ -19,17 +19,12 @@ import grpc
 
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2, log_pb2
 from engine.core.rng import DeterministicRandom
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
+from tests.support.tokens import token, token_environment
 
-SECRET = "test-secret-for-the-game-service-0123456789abcdef"
 SIGNING_KEY = "W6af9htngB8LaJw3O5hhknvEuMjSp2l5lE17rlyQVAQ="
 """base64 of sha256("dast-tests"): the log-signing key of the servers the tests start."""
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def token(player_id: str, role: Role = Role.PLAYER) -> str:
-    """A bearer token signed with the tests' secret."""
-    return mint_token(SECRET, player_id, role)
 
 
 @dataclass
@@ -162,7 +157,7 @@ def start_server(env_overrides: dict[str, str], *, timeout: float = 30.0) -> Ser
     env = {
         **os.environ,
         "DAST_LISTEN": "127.0.0.1:0",
-        "DAST_JWT_SECRET": SECRET,
+        **token_environment(["game"]),
         "DAST_SIGNING_KEY": SIGNING_KEY,
         "DAST_LOG_LEVEL": "warning",
         "DAST_SERVICES": "game",

@@ -14,10 +14,11 @@ import pytest
 
 from dast.v1 import common_pb2, game_pb2, hokm_pb2
 from engine.core.rng import DeterministicRandom
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
 from services.platform.errors import reason_of
 from tests.services.game.conftest import Embedded
 from tests.services.game.helpers import GameClient, next_move, players
+from tests.support.tokens import stranger_token
 
 
 async def expect_error(call: Awaitable[object], code: grpc.StatusCode, reason: str | None) -> None:
@@ -109,7 +110,7 @@ async def test_identity_and_roles_are_enforced(embedded: Embedded) -> None:
     request = game_pb2.GetViewRequest(game_id=game_id)
     # No token, a token signed with another secret, a garbled token → UNAUTHENTICATED.
     await expect_error(stub.GetView(request), grpc.StatusCode.UNAUTHENTICATED, None)
-    forged = mint_token("another-secret-entirely-0123456789abcdef", "p0")
+    forged = stranger_token("p0")
     await expect_error(stub.GetView(request, metadata=(("authorization", f"Bearer {forged}"),)),
                        grpc.StatusCode.UNAUTHENTICATED, None)
     await expect_error(stub.GetView(request, metadata=(("authorization", "Bearer x.y.z"),)),

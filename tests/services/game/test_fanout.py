@@ -17,8 +17,9 @@ from services.platform.auth import Role
 from services.platform.bus import InProcessBus
 from services.platform.store import MemoryEventStore
 from tests.services.game.conftest import Embedded
-from tests.services.game.helpers import next_move, players, token
+from tests.services.game.helpers import next_move, players
 from tests.services.game.test_streams import next_entries, started_game
+from tests.support.tokens import token
 
 CONNECTIONS = 20
 STREAMS = 1_000

@@ -25,14 +25,15 @@ from services.platform.metrics import GameMetrics
 from services.platform.server import bind, make_server
 from services.platform.store import MemoryEventStore
 from tests.services.game.conftest import Embedded
-from tests.services.game.helpers import SECRET, players
+from tests.services.game.helpers import players
+from tests.support.tokens import TEST_KEYS
 
 
 @pytest.fixture
 async def without_relay() -> AsyncIterator[tuple[Embedded, list[str]]]:
     """The service on the in-process bus with NO relay running; records relay wake-ups."""
     store, bus, wakeups = MemoryEventStore(), InProcessBus(), list[str]()
-    server = make_server(SECRET)
+    server = make_server(TEST_KEYS.ring)
     service = mount_game_service(
         server, store, bus, lambda: wakeups.append("notify"),
         metrics=GameMetrics(CollectorRegistry()),

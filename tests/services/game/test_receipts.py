@@ -23,7 +23,8 @@ from engine.hokm.bots import BOTS
 from services.cli import app
 from services.platform.auth import Role
 from tests.services.game.conftest import Embedded
-from tests.services.game.helpers import players, token
+from tests.services.game.helpers import players
+from tests.support.tokens import token
 
 RULES = hokm_pb2.HokmRules(variant=hokm_pb2.HOKM_VARIANT_TWO_PLAYERS, target_score=1)
 SEED = bytes(range(32))

@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from dast.v1 import audit_pb2, replay_pb2
 from engine.core.logformat import load_jsonl
 from engine.registry import game_of_event
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
 from tests.golden_logs import GOLDEN
 from tests.services.game.conftest import Embedded
-from tests.services.game.helpers import SECRET
 from tests.support.hostile import calls, garbage_payloads, reply_problem, send
+from tests.support.tokens import token
 
 METHODS: Final = [
     *replay_pb2.DESCRIPTOR.services_by_name["ReplayService"].methods,
@@ -35,10 +35,10 @@ async def test_hostile_replay_and_audit_calls_get_documented_statuses(
     before = {game: embedded.store.last_seq(game) for game in ("done", "running")}
     tokens = {
         "none": None, "garbage": "not.a.token",
-        "seated": mint_token(SECRET, "hokm_2p-0"), "stranger": mint_token(SECRET, "x"),
-        "service": mint_token(SECRET, "bots", Role.SERVICE),
-        "admin": mint_token(SECRET, "root", Role.ADMIN),
-        "expired": mint_token(SECRET, "hokm_2p-0", ttl_seconds=-60),
+        "seated": token("hokm_2p-0"), "stranger": token("x"),
+        "service": token("bots", Role.SERVICE),
+        "admin": token("root", Role.ADMIN),
+        "expired": token("hokm_2p-0", ttl_seconds=-60),
     }
     for method in METHODS:
         for payload in garbage_payloads(method):

@@ -30,7 +30,8 @@ from services.platform.errors import Reason, reason_of
 from tests.engine.hand.visibility import VISIBILITY as HAND_VISIBILITY
 from tests.golden_logs import GOLDEN, GoldenMatch
 from tests.services.game.conftest import Embedded
-from tests.services.game.helpers import next_move, players, stream_into, token
+from tests.services.game.helpers import next_move, players, stream_into
+from tests.support.tokens import token
 
 HOKM_VISIBILITY = Visibility(hidden_mask=hidden_mask, event_cards=event_cards,
                              view_cards=view_cards)

@@ -31,7 +31,8 @@ from services.platform.relay import Relay
 from services.platform.server import bind, make_server
 from services.platform.store import OutboxStore, open_store
 from tests.services.game.conftest import Embedded
-from tests.services.game.helpers import SECRET, GameClient, players
+from tests.services.game.helpers import GameClient, players
+from tests.support.tokens import TEST_KEYS, signer
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -187,7 +188,7 @@ async def cluster(pg_url: str, nats_url: str, nats_bus_factory: Any) -> AsyncIte
         tasks.append(asyncio.create_task(relay.run()))
         reporter = PresenceReporter(await board(), heartbeat_ms=200)
         tasks.append(asyncio.create_task(reporter.run()))
-        server = make_server(SECRET, limits=MACHINE_SPEED)
+        server = make_server(TEST_KEYS.ring, limits=MACHINE_SPEED)
         mount_game_service(server, replica_store, bus, relay.notify,
                            metrics=GameMetrics(CollectorRegistry()), presence=reporter)
         port = bind(server, "127.0.0.1:0")
@@ -197,7 +198,7 @@ async def cluster(pg_url: str, nats_url: str, nats_bus_factory: Any) -> AsyncIte
         stops.append((server, channel, replica_store))
     # One sweeper per bot replica, each calling a different game replica.
     sweepers = [
-        Takeovers(await board(), GrpcGameApi(replica.channel, SECRET, player_id="presence"),
+        Takeovers(await board(), GrpcGameApi(replica.channel, signer("bot"), player_id="presence"),
                   grace_ms=GRACE_MS, stale_ms=1_000)
         for replica in replicas
     ]

@@ -13,11 +13,11 @@ import pytest
 
 from dast.v1 import game_pb2
 from services.platform import errors
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
 from services.platform.errors import error_info_of, reason_of
 from services.platform.server import bind, make_server
+from tests.support.tokens import TEST_KEYS, stranger_token, token
 
-SECRET = "error-hygiene-test-secret-0123456789abcdef0123456789"
 SECRET_TEXT = "SELECT * FROM events WHERE game_id = 'x' -- /work/main/services/platform"
 BOOM = "/dast.v1.Probe/Boom"
 STREAM_BOOM = "/dast.v1.Probe/StreamBoom"
@@ -53,7 +53,7 @@ async def _echo(
 
 @pytest.fixture
 async def channel() -> AsyncIterator[grpc.aio.Channel]:
-    server = make_server(SECRET)
+    server = make_server(TEST_KEYS.ring)
     parse, write = game_pb2.GetViewRequest.FromString, game_pb2.GetViewResponse.SerializeToString
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("dast.v1.Probe", {
         "Boom": grpc.unary_unary_rpc_method_handler(_boom, parse, write),
@@ -79,8 +79,8 @@ async def _failure(call: Any) -> grpc.aio.AioRpcError:
 
 @pytest.mark.parametrize(("metadata", "reason"), [
     ((), "unauthenticated"),
-    (_auth(mint_token(SECRET, "alice", ttl_seconds=-5)), "token_expired"),
-    (_auth(mint_token("another-secret-0123456789abcdef0123456789", "alice")), "token_invalid"),
+    (_auth(token("alice", ttl_seconds=-5)), "token_expired"),
+    (_auth(stranger_token("alice")), "token_invalid"),
     (_auth("not-a-token"), "token_invalid"),
 ])
 async def test_unauthenticated_replies_carry_error_info(
@@ -100,7 +100,7 @@ async def test_authentication_comes_before_parsing(channel: grpc.aio.Channel) ->
     garbage = b"\xff\xff\xff"
     anonymous = await _failure(raw(garbage))
     assert anonymous.code() == grpc.StatusCode.UNAUTHENTICATED
-    signed_in = await _failure(raw(garbage, metadata=_auth(mint_token(SECRET, "alice"))))
+    signed_in = await _failure(raw(garbage, metadata=_auth(token("alice"))))
     assert signed_in.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert reason_of(signed_in) == "malformed_request"
 
@@ -109,7 +109,7 @@ async def test_a_bad_field_is_refused_before_the_handler(channel: grpc.aio.Chann
     echo = channel.unary_unary(ECHO, game_pb2.GetViewRequest.SerializeToString,
                                game_pb2.GetViewResponse.FromString)
     error = await _failure(echo(game_pb2.GetViewRequest(game_id="x\x00"),
-                                metadata=_auth(mint_token(SECRET, "alice"))))
+                                metadata=_auth(token("alice"))))
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
     info = error_info_of(error)
     assert info is not None and info.reason == "ERROR_REASON_INVALID_REQUEST"
@@ -122,7 +122,7 @@ async def test_an_unexpected_exception_is_internal_with_a_reference_found_in_the
 ) -> None:
     log = Recorder()
     monkeypatch.setattr(errors, "_log", log)
-    metadata = _auth(mint_token(SECRET, "svc", Role.SERVICE))
+    metadata = _auth(token("svc", Role.SERVICE))
     request = game_pb2.GetViewRequest(game_id="g").SerializeToString()
     if method == BOOM:
         error = await _failure(channel.unary_unary(method)(request, metadata=metadata))

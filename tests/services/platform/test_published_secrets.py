@@ -1,8 +1,9 @@
 """No deployment runs on a secret published in the repository
 (services/platform/published_secrets.py, docs/security.md "The operator's secrets").
 
-The values come from the repository itself: every value given to ``DAST_JWT_SECRET`` or
-``DAST_SIGNING_KEY`` in a tracked file (docs, README, compose, k8s, scripts, tests), and in
+The values come from the repository itself: every value given to ``DAST_JWT_SECRET`` (now
+refused whatever its value: Ed25519 token keys replaced it) or ``DAST_SIGNING_KEY`` in a
+tracked file (docs, README, compose, k8s, scripts, tests), and in
 every commit's changes (a former default stays in every clone's history). A new one that the
 server does not refuse fails :func:`test_every_secret_published_in_the_repository_is_refused`
 until its digest is added to ``published_secrets.py``.
@@ -22,7 +23,7 @@ from typing import Final
 import pytest
 
 from services.compose import run
-from services.platform.config import DEV_JWT_SECRET, ConfigError, Settings, load_settings
+from services.platform.config import ConfigError, Settings, check_retired_settings, load_settings
 from services.platform.keys import LogSigner, SigningKeyError, load_signer
 from services.platform.published_secrets import (
     PUBLISHED_JWT_SECRETS,
@@ -30,10 +31,11 @@ from services.platform.published_secrets import (
     digest,
     is_published_secret,
 )
+from tests.support.tokens import token_environment
 
 ROOT: Final = Path(__file__).resolve().parents[3]
 DATABASE: Final = "postgresql+psycopg://dast@db:5432/dast"
-FRESH_SECRET: Final = secrets.token_urlsafe(48)
+RING: Final = token_environment()["DAST_TOKEN_KEYS"]
 FRESH_KEY: Final = base64.b64encode(secrets.token_bytes(32)).decode()
 _NAME: Final = re.compile(r"DAST_(JWT_SECRET|SIGNING_KEY)")
 _VALUE: Final = re.compile(r"""["']?[ \t]*(?::[-=]|[=:])[ \t]*["']?([^\s"'`}),;\]]*)""")
@@ -43,7 +45,7 @@ FORMER_DEFAULTS: Final = (
     ("JWT_SECRET", "local-stack-secret-change-me-0123456789abcdef"),
     ("SIGNING_KEY", "5KhjKOyLvj5+eivdEAxIgnJ3tpWJXiMuWRMYLMrmZyQ="),
     ("JWT_SECRET", "compose-secret-change-me-0123456789abcdef"),
-    ("JWT_SECRET", DEV_JWT_SECRET),
+    ("JWT_SECRET", "dast-dev-secret-change-me-in-production-0123456789"),
 )
 """Kept here too for a shallow clone, whose history holds no former default."""
 
@@ -93,8 +95,7 @@ def repository_values() -> list[tuple[str, str]]:
 
 def _jwt_refused(value: str) -> bool:
     try:
-        load_settings(database_url=DATABASE, jwt_secret=value,
-                      signing_key=FRESH_KEY).check_secrets()
+        check_retired_settings({"DAST_JWT_SECRET": value})
     except ConfigError:
         return True
     return False
@@ -102,7 +103,7 @@ def _jwt_refused(value: str) -> bool:
 
 def _key_refused(value: str) -> bool:
     try:
-        load_signer(Settings(database_url=DATABASE, jwt_secret=FRESH_SECRET, signing_key=value))
+        load_signer(Settings(database_url=DATABASE, token_keys=RING, signing_key=value))
     except SigningKeyError:
         return True
     return False
@@ -151,12 +152,11 @@ def test_the_digests_are_kept_not_the_secrets() -> None:
     assert digest(seed) in PUBLISHED_SIGNING_SEEDS
 
 
-async def test_a_deployment_refuses_a_published_jwt_secret_and_says_how_to_make_one() -> None:
-    settings = Settings(database_url=DATABASE, signing_key=FRESH_KEY,
-                        jwt_secret="local-stack-secret-change-me-0123456789abcdef")
-    with pytest.raises(ConfigError, match="published in dast's repository") as refused:
-        await run(settings)
-    assert "secrets.token_urlsafe(48)" in str(refused.value)
+def test_a_jwt_secret_is_refused_whatever_its_value_and_never_echoed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DAST_JWT_SECRET", "local-stack-secret-change-me-0123456789abcdef")
+    with pytest.raises(ConfigError, match="DAST_JWT_SECRET is no longer read") as refused:
+        load_settings(database_url=DATABASE, signing_key=FRESH_KEY)
     assert "local-stack-secret" not in str(refused.value)  # never echoed back
     # Surrounding spaces make no other secret.
     assert is_published_secret("  local-stack-secret-change-me-0123456789abcdef\n")
@@ -169,7 +169,7 @@ async def test_a_deployment_refuses_a_published_signing_key_however_it_is_writte
     pem = tmp_path / "published.pem"
     pem.write_bytes(LogSigner.from_seed(seed).pem())
     for value in ("5KhjKOyLvj5+eivdEAxIgnJ3tpWJXiMuWRMYLMrmZyQ=", str(pem)):
-        settings = Settings(nats_url="nats://127.0.0.1:4222", jwt_secret=FRESH_SECRET,
+        settings = Settings(nats_url="nats://127.0.0.1:4222", token_keys=RING,
                             signing_key=value)
         with pytest.raises(SigningKeyError, match="published in dast's repository") as refused:
             await run(settings)
@@ -179,8 +179,8 @@ async def test_a_deployment_refuses_a_published_signing_key_however_it_is_writte
 def test_fresh_secrets_are_accepted_and_the_embedded_mode_keeps_its_defaults(
     tmp_path: Path,
 ) -> None:
-    deployed = Settings(database_url=DATABASE, jwt_secret=FRESH_SECRET, signing_key=FRESH_KEY)
+    deployed = Settings(database_url=DATABASE, token_keys=RING, signing_key=FRESH_KEY)
     deployed.check_secrets()
     assert load_signer(deployed).seed == base64.b64decode(FRESH_KEY)
-    # One process on loopback runs on the development secret, as before.
-    Settings(data_dir=tmp_path, jwt_secret=DEV_JWT_SECRET).check_secrets()
+    # One process on loopback makes its own keys, as before.
+    Settings(data_dir=tmp_path).check_secrets()

@@ -21,6 +21,7 @@ from services.platform.reflection import (
     V1ALPHA_SERVICE_NAME,
 )
 from services.platform.server import add_health_and_reflection, bind, make_server
+from tests.support.tokens import TEST_KEYS
 
 GAME_SERVICE = game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name
 LOBBY_SERVICE = lobby_pb2.DESCRIPTOR.services_by_name["LobbyService"].full_name
@@ -31,7 +32,7 @@ V1ALPHA_METHOD_PATH = f"/{V1ALPHA_SERVICE_NAME}/ServerReflectionInfo"
 async def channel() -> AsyncIterator[grpc.aio.Channel]:
     # Only reflection and health are mounted: reflection lists the names it is given and
     # describes whatever the default descriptor pool holds (the dast protos are imported).
-    server = make_server("reflection-test-secret")
+    server = make_server(TEST_KEYS.ring)
     await add_health_and_reflection(server, [GAME_SERVICE, LOBBY_SERVICE])
     port = bind(server, "127.0.0.1:0")
     await server.start()

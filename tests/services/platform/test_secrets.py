@@ -22,8 +22,11 @@ from services.platform.keys import (
     load_signer,
     parse_signing_key,
 )
+from services.platform.token_keys import TokenKeyError, embedded_token_keys
+from tests.support.tokens import token_environment
 
-SECRET = "a-real-secret-of-more-than-32-bytes-0123456789"
+RING = token_environment()["DAST_TOKEN_KEYS"]
+BOT_KEYS = token_environment(["bot"])["DAST_TOKEN_SIGNING_KEYS"]
 SIGNING_KEY = base64.b64encode(b"k" * 32).decode()
 DATABASE = "postgresql+psycopg://dast:pg-pass-word@db:5432/dast"
 NATS = "nats://nats-user:nats-pass-word@nats:4222"
@@ -38,30 +41,43 @@ class _Url(TypedDict, total=False):
 
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("DAST_JWT_SECRET", "DAST_SIGNING_KEY", "DAST_DATABASE_URL", "DAST_NATS_URL"):
+    for name in ("DAST_JWT_SECRET", "DAST_TOKEN_KEYS", "DAST_TOKEN_SIGNING_KEYS",
+                 "DAST_SIGNING_KEY", "DAST_DATABASE_URL", "DAST_NATS_URL"):
         monkeypatch.delenv(name, raising=False)
 
 
 @pytest.mark.parametrize("url", [{"database_url": DATABASE}, {"nats_url": NATS}])
-async def test_a_deployment_refuses_to_start_without_a_jwt_secret(url: _Url) -> None:
+async def test_a_deployment_refuses_to_start_without_token_keys(url: _Url) -> None:
     settings = Settings(signing_key=SIGNING_KEY, **url)
-    with pytest.raises(ConfigError, match="DAST_JWT_SECRET is unset") as refused:
+    with pytest.raises(ConfigError, match="DAST_TOKEN_KEYS is unset") as refused:
         await run(settings)
-    assert "secrets.token_urlsafe(48)" in str(refused.value)  # how to make one
+    assert "python -m services.platform.token_keys" in str(refused.value)  # how to make them
 
 
 async def test_a_deployment_refuses_to_start_without_a_signing_key() -> None:
-    settings = Settings(database_url=DATABASE, nats_url=NATS, jwt_secret=SECRET)
+    settings = Settings(database_url=DATABASE, nats_url=NATS, token_keys=RING)
     with pytest.raises(ConfigError, match="DAST_SIGNING_KEY is unset"):
         await run(settings)
 
 
-@pytest.mark.parametrize("secret", ["x", "0123456789abcdef0123456789abcde"])  # 1 and 31 bytes
-def test_a_short_jwt_secret_is_refused_in_every_mode(secret: str) -> None:
-    with pytest.raises(ConfigError, match="at least 32 are needed"):
-        load_settings(jwt_secret=secret)
-    with pytest.raises(ConfigError, match="at least 32 are needed"):
-        load_settings(jwt_secret=secret, database_url=DATABASE, signing_key=SIGNING_KEY)
+async def test_a_game_replica_given_a_token_signing_key_refuses_to_start() -> None:
+    settings = Settings(database_url=DATABASE, nats_url=NATS, token_keys=RING,
+                        token_signing_keys=BOT_KEYS, signing_key=SIGNING_KEY, services="game")
+    with pytest.raises(TokenKeyError, match="holds keys of bot, which this process does not"):
+        await run(settings)
+    lobby = Settings(database_url=DATABASE, nats_url=NATS, token_keys=RING,
+                     signing_key=SIGNING_KEY, services="lobby", game_target="127.0.0.1:1")
+    with pytest.raises(TokenKeyError, match="has no key for lobby"):
+        await run(lobby)
+
+
+def test_the_former_jwt_secret_is_refused_saying_what_replaced_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DAST_JWT_SECRET", "a-real-secret-of-more-than-32-bytes-0123456789")
+    with pytest.raises(ConfigError, match="DAST_JWT_SECRET is no longer read") as refused:
+        load_settings()
+    assert "DAST_TOKEN_KEYS" in str(refused.value)
+    assert "DAST_TOKEN_SIGNING_KEYS" in str(refused.value)
 
 
 def test_dast_serve_explains_the_refusal_and_exits_with_two(tmp_path: Path) -> None:
@@ -70,27 +86,31 @@ def test_dast_serve_explains_the_refusal_and_exits_with_two(tmp_path: Path) -> N
     assert result.exit_code == 2
     assert "refusing to start" in result.output and "DAST_SIGNING_KEY" in result.output
     assert "pg-pass-word" not in result.output
-    short = CliRunner().invoke(app, ["serve"], env={**env, "DAST_JWT_SECRET": "short"})
-    assert short.exit_code == 2 and "at least 32" in short.output
+    former = CliRunner().invoke(app, ["serve"], env={**env, "DAST_JWT_SECRET": "x" * 40})
+    assert former.exit_code == 2 and "DAST_TOKEN_KEYS" in former.output
+    token = CliRunner().invoke(app, ["token", "root", "--role", "admin"],
+                               env={**env, **token_environment(["bot"])})
+    assert token.exit_code == 2 and "has no key for operator" in token.output
 
 
-def test_the_embedded_mode_runs_on_development_defaults() -> None:
+def test_the_embedded_mode_runs_on_its_own_keys() -> None:
     settings = Settings()
     settings.check_secrets()  # nothing to refuse: one process on loopback
-    assert settings.is_embedded() and settings.uses_dev_secret()
+    assert settings.is_embedded() and settings.token_keys is None
 
 
 def test_the_banner_hides_passwords_and_shows_a_dev_token_only_when_embedded(
     tmp_path: Path,
 ) -> None:
-    deployed = Settings(database_url=DATABASE, nats_url=NATS, jwt_secret=SECRET,
+    deployed = Settings(database_url=DATABASE, nats_url=NATS, token_keys=RING,
                         signing_key=SIGNING_KEY)
-    banner = _banner(deployed, ["game"], 50051)
+    banner = _banner(deployed, ["game"], 50051, embedded_token_keys(tmp_path).only(["game"]))
     assert "pg-pass-word" not in banner and "nats-pass-word" not in banner
     assert "dast:***@db:5432" in banner and "nats-user:***@nats:4222" in banner
     assert "Bearer" not in banner
-    embedded = _banner(Settings(data_dir=tmp_path), ["game"], 50051)
-    assert "development secret in use" in embedded and "Bearer" in embedded
+    embedded = _banner(Settings(data_dir=tmp_path), ["game"], 50051,
+                       embedded_token_keys(tmp_path))
+    assert "token keys made under" in embedded and "Bearer" in embedded
 
 
 @pytest.mark.parametrize(("url", "shown"), [
@@ -117,7 +137,7 @@ def test_a_configured_signing_key_is_base64_of_a_seed_or_a_pem_path(tmp_path: Pa
     pem = tmp_path / "key.pem"
     pem.write_bytes(from_seed.pem())
     assert parse_signing_key(str(pem)).public_key == from_seed.public_key
-    deployed = Settings(database_url=DATABASE, jwt_secret=SECRET, signing_key=str(pem))
+    deployed = Settings(database_url=DATABASE, token_keys=RING, signing_key=str(pem))
     assert load_signer(deployed).public_key == from_seed.public_key
 
 

@@ -68,8 +68,8 @@ def test_a_game_replica_holds_no_key_and_nothing_of_its_configuration_mints_a_to
     forged = [jwt.encode({"sub": "root", "iss": "dast", "exp": 2**40, "role": role},
                          seal_key, algorithm="EdDSA", headers={"kid": kid})
               for kid in ("operator-test", "tournament-test", "bot-test") for role in Role]
-    forged.append(mint_token("former-jwt-secret-0123456789abcdef0123456789", "root",
-                             Role.ADMIN))
+    forged.append(jwt.encode({"sub": "root", "iss": "dast", "exp": 2**40, "role": "admin"},
+                             "former-jwt-secret-0123456789abcdef0123456789"))
     for candidate in forged:
         with pytest.raises(AuthError):
             TokenCache(game.ring).identity(candidate)
@@ -90,7 +90,7 @@ def test_every_service_gets_its_key_when_one_process_runs_them_all() -> None:
 @pytest.mark.parametrize(("ring", "signing", "services", "message"), [
     (None, None, ("game",), "DAST_TOKEN_KEYS is required outside the embedded mode"),
     ("", None, ("game",), "DAST_TOKEN_KEYS is required"),
-    (RING, None, ("lobby",), "has no key for lobby, which this process runs"),
+    (RING, None, ("lobby",), "has no key for lobby, which this process signs with"),
     ("{not json", None, ("game",), "DAST_TOKEN_KEYS is not valid JSON"),
     ("/no/such/file.json", None, ("game",), "neither a JSON document nor a readable file"),
     ('{"keys": []}', None, ("game",), "with at least one key"),
@@ -187,3 +187,19 @@ def test_the_key_maker_prints_a_ring_and_its_signing_keys(
     assert keys.signer("lobby").kid == "lobby-2026-12"
     assert main(["game"]) == 2
     assert "issuers: accounts, lobby" in capsys.readouterr().err
+
+
+def test_the_key_maker_writes_one_private_file_per_issuer_and_never_overwrites(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bot", "operator", "--out", str(tmp_path / "keys")]) == 0
+    assert sorted(path.name for path in (tmp_path / "keys").iterdir()) == [
+        "token_key_bot.json", "token_key_operator.json", "token_keys.json"]
+    for path in (tmp_path / "keys").iterdir():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    keys = load_token_keys(str(tmp_path / "keys" / "token_keys.json"),
+                           str(tmp_path / "keys" / "token_key_bot.json"), services=["bot"],
+                           embedded=False, data_dir=tmp_path)
+    assert keys.signer("bot").kid == "bot-1"
+    capsys.readouterr()
+    assert main(["bot", "--out", str(tmp_path / "keys")]) == 1
+    assert "keys are never overwritten" in capsys.readouterr().err

@@ -16,7 +16,7 @@ from google.protobuf.descriptor import MethodDescriptor
 from hypothesis import HealthCheck, given, settings
 
 from dast.v1 import common_pb2, log_pb2, stats_pb2, stats_pb2_grpc
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
 from services.platform.bus import Published
 from services.platform.errors import reason_of
 from services.platform.server import add_health_and_reflection, bind, make_server
@@ -26,9 +26,9 @@ from services.stats.service import decode_token, encode_token, period_key
 from services.stats.store import StatsStore
 from tests.services.stats.matches import corpus
 from tests.support.hostile import calls, garbage_payloads, reply_problem, send
+from tests.support.tokens import TEST_KEYS, token
 
 pytestmark = pytest.mark.timeout(120)
-SECRET: Final = "stats-hostile-secret-0123456789abcdef0123456789"
 METHODS: Final = list(stats_pb2.DESCRIPTOR.services_by_name["StatsService"].methods)
 T = TypeVar("T")
 
@@ -55,7 +55,7 @@ def world() -> Iterator[World]:
     stack = contextlib.AsyncExitStack()
 
     async def start() -> World:
-        server = make_server(SECRET)
+        server = make_server(TEST_KEYS.ring)
         mount_stats_service(server, store)
         await add_health_and_reflection(server, [str(SERVICE_NAME)])
         port = bind(server, "127.0.0.1:0")
@@ -64,10 +64,10 @@ def world() -> Iterator[World]:
         channel = await stack.enter_async_context(
             grpc.aio.insecure_channel(f"127.0.0.1:{port}"))
         tokens: dict[str, str | None] = {
-            "none": None, "stranger": mint_token(SECRET, "g-stranger"),
-            "service": mint_token(SECRET, "lobby", Role.SERVICE),
-            "admin": mint_token(SECRET, "root", Role.ADMIN),
-            "expired": mint_token(SECRET, "ana", ttl_seconds=-60),
+            "none": None, "stranger": token("g-stranger"),
+            "service": token("lobby", Role.SERVICE),
+            "admin": token("root", Role.ADMIN),
+            "expired": token("ana", ttl_seconds=-60),
             "garbage": "not.a.token",
         }
         return World(loop, channel, tokens, ["ana", "bot:random", "babak", "4p", "2p"])
@@ -83,8 +83,8 @@ def world() -> Iterator[World]:
 def test_hostile_requests_get_documented_statuses(world: World) -> None:
     for method in METHODS:
         for payload in garbage_payloads(method):
-            for token in world.tokens.values():
-                code, _, error = world.run(send(world.channel, method, payload, token))
+            for bearer_token in world.tokens.values():
+                code, _, error = world.run(send(world.channel, method, payload, bearer_token))
                 assert reply_problem(code, payload, error) is None, (method.name, payload)
     seen: dict[grpc.StatusCode, int] = {}
 

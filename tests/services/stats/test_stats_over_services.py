@@ -21,11 +21,12 @@ from dast.v1 import (
     stats_pb2,
     stats_pb2_grpc,
 )
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
 from services.platform.errors import reason_of
 from services.stats.store import PLAYERS, PROGRESS
-from tests.e2e.helpers import SECRET, stack, wait_for
+from tests.e2e.helpers import stack, wait_for
 from tests.services.stats.checks import assert_matches_logs
+from tests.support.tokens import token
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -66,8 +67,8 @@ def _players(index: int, seats: int) -> list[common_pb2.Player]:
 
 
 async def test_bot_matches_of_every_variant_project_to_the_recomputation() -> None:
-    admin = (("authorization", f"Bearer {mint_token(SECRET, 'admin', Role.ADMIN)}"),)
-    player = (("authorization", f"Bearer {mint_token(SECRET, 'ana', Role.PLAYER)}"),)
+    admin = (("authorization", f"Bearer {token('admin', Role.ADMIN)}"),)
+    player = (("authorization", f"Bearer {token('ana', Role.PLAYER)}"),)
     async with stack(timer_shift_ms=-5_000) as run, \
             grpc.aio.insecure_channel(run.address) as channel:
         games = game_pb2_grpc.GameServiceStub(channel)

@@ -8,9 +8,9 @@ import grpc
 import pytest
 
 from dast.v1 import tournament_pb2_grpc
-from services.platform.auth import Role, mint_token
+from services.platform.auth import Role
 from services.platform.errors import error_info_of, reason_of
-from tests.e2e.helpers import SECRET
+from tests.support.tokens import token as signed_token
 
 
 class Caller:
@@ -20,7 +20,7 @@ class Caller:
                  *, token: str = "") -> None:
         self.player_id = player_id
         self.stub = tournament_pb2_grpc.TournamentServiceStub(channel)
-        token = token or mint_token(SECRET, player_id, role)
+        token = token or signed_token(player_id, role)
         self.metadata = (("authorization", f"Bearer {token}"),)
 
     async def __call__(self, method: str, request: Any) -> Any:

@@ -12,9 +12,10 @@ import grpc
 import pytest
 
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, log_pb2, tournament_pb2
-from services.platform.auth import Role, mint_token
-from tests.e2e.helpers import SECRET, Guest, stack, wait_for
+from services.platform.auth import Role
+from tests.e2e.helpers import Guest, stack, wait_for
 from tests.services.tournament.callers import Caller
+from tests.support.tokens import token
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -52,7 +53,7 @@ async def _finished(caller: Caller, tournament_id: str) -> tournament_pb2.GetSta
 
 
 async def _log(channel: grpc.aio.Channel, game_id: str) -> list[log_pb2.Event]:
-    admin = (("authorization", f"Bearer {mint_token(SECRET, 'auditor', Role.ADMIN)}"),)
+    admin = (("authorization", f"Bearer {token('auditor', Role.ADMIN)}"),)
     reply = await game_pb2_grpc.GameServiceStub(channel).ExportLog(
         game_pb2.ExportLogRequest(game_id=game_id), metadata=admin, timeout=20)
     return [entry.event for entry in reply.entries]

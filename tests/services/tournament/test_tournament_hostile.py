@@ -13,9 +13,10 @@ from google.protobuf.descriptor import MethodDescriptor
 from hypothesis import HealthCheck, given, settings
 
 from dast.v1 import common_pb2, tournament_pb2, tournament_pb2_grpc
-from services.platform.auth import Role, mint_token
-from tests.e2e.helpers import SECRET, stack
+from services.platform.auth import Role
+from tests.e2e.helpers import stack
 from tests.support.hostile import calls, garbage_payloads, reply_problem, send
+from tests.support.tokens import stranger_token, token
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -26,27 +27,26 @@ METHODS: Final = list(
 async def test_hostile_requests_to_the_tournament_service_get_documented_statuses() -> None:
     async with stack(bots=False, timers=False, presence=False) as run, \
             grpc.aio.insecure_channel(run.address) as channel:
-        host_token = mint_token(SECRET, "host-1")
+        host_token = token("host-1")
         created = await tournament_pb2_grpc.TournamentServiceStub(channel).CreateTournament(
             tournament_pb2.CreateTournamentRequest(settings=tournament_pb2.TournamentSettings(
                 game_type=common_pb2.GAME_TYPE_HOKM)),
             metadata=(("authorization", f"Bearer {host_token}"),))
         tournament_id = created.tournament.tournament_id
         tokens: dict[str, str | None] = {
-            "none": None, "host": host_token, "stranger": mint_token(SECRET, "g-stranger"),
-            "admin": mint_token(SECRET, "root", Role.ADMIN),
-            "forged": mint_token("another-secret-0123456789abcdef0123456789", "root",
-                                 Role.ADMIN),
+            "none": None, "host": host_token, "stranger": token("g-stranger"),
+            "admin": token("root", Role.ADMIN),
+            "forged": stranger_token("root", Role.ADMIN),
         }
         problems = []
         for method in METHODS:
             for payload in garbage_payloads(method):
-                for name, token in tokens.items():
-                    code, _, error = await send(channel, method, payload, token)
+                for name, bearer_token in tokens.items():
+                    code, _, error = await send(channel, method, payload, bearer_token)
                     problem = reply_problem(code, payload, error)
                     if problem is not None:
                         problems.append(f"{method.name} {name} {payload[:40]!r}: {problem}")
-                    if token is None:
+                    if bearer_token is None:
                         assert code == grpc.StatusCode.UNAUTHENTICATED, method.name
         assert not problems, problems
         seen: dict[grpc.StatusCode, int] = {}
@@ -83,7 +83,7 @@ async def test_nobody_enters_another_player_in_a_pair_without_their_ask() -> Non
         stub = tournament_pb2_grpc.TournamentServiceStub(channel)
 
         def as_player(player_id: str) -> tuple[tuple[str, str]]:
-            return (("authorization", f"Bearer {mint_token(SECRET, player_id)}"),)
+            return (("authorization", f"Bearer {token(player_id)}"),)
 
         created = await stub.CreateTournament(tournament_pb2.CreateTournamentRequest(
             settings=tournament_pb2.TournamentSettings(
