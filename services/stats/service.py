@@ -166,15 +166,14 @@ class StatsService(stats_pb2_grpc.StatsServiceServicer):
         subject = check_id(request.player_id, "player_id", max_chars=SUBJECT_CHARS)
         game_type = _game_type(request.game_type, required=False)
         variant = _variant(request.variant, required=False)
-        rows = await self._read(lambda: self._store.player_rows(subject, game_type, variant))
-        if not rows:
+        figures = await self._read(
+            lambda: self._store.player_figures(subject, game_type, variant))
+        if not figures:
             raise ServiceError(grpc.StatusCode.NOT_FOUND, StatsReason.PLAYER_NOT_FOUND,
                                "no figures for this player")
-        reply = stats_pb2.GetPlayerStatsResponse(player_id=subject,
-                                                 is_bot=any(row.is_bot for row in rows))
-        every_count = await self._read(lambda: [
-            self._store.counters(subject, row.game_type, row.variant) for row in rows])
-        for row, counted in zip(rows, every_count, strict=True):
+        reply = stats_pb2.GetPlayerStatsResponse(
+            player_id=subject, is_bot=any(row.is_bot for row, _ in figures))
+        for row, counted in figures:
             stats = reply.stats.add(
                 game_type=row.game_type, variant=row.variant, matches_played=row.played,
                 matches_won=row.won, matches_lost=row.lost, matches_abandoned=row.abandoned,
@@ -227,20 +226,14 @@ class StatsService(stats_pb2_grpc.StatsServiceServicer):
         rank = key[3] if key is not None else 0
         rows = await self._read(lambda: self._store.period_board(
             game_type, variant, period, after=after_period, limit=size + 1))
-        subjects = [row.subject for row in rows[:size]]
-        current = await self._read(lambda: {
-            subject: self._store.player_rows(subject, game_type, variant)
-            for subject in subjects})
         for row in rows[:size]:
             rank += 1
             entry = reply.entries.add(rank=rank, player_id=row.subject,
                                       matches_played=row.played, matches_won=row.won,
-                                      rating_change=row.rating_change)
-            found = current.get(row.subject) or []
-            if found:
-                entry.is_bot = found[0].is_bot
-                if found[0].rated:
-                    entry.rating.CopyFrom(_rating(found[0].mu, found[0].sigma, found[0].rated))
+                                      rating_change=row.rating_change,
+                                      is_bot=bool(row.is_bot))
+            if row.rated:
+                entry.rating.CopyFrom(_rating(row.mu, row.sigma, row.rated))
         if len(rows) > size:
             last = rows[size - 1]
             reply.next_page_token = encode_token(

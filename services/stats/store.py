@@ -386,6 +386,9 @@ class StatsStore(SqlTables):
             db.execute(self._statements["rated_players"], rated_rows)
 
     # Reads for the gRPC service ------------------------------------------------------
+    # A reply that shows figures of two tables reads them in one statement: one snapshot
+    # (PostgreSQL's READ COMMITTED gives every statement its own), so a batch committed
+    # between two reads never shows as its counters without its matches, or the reverse.
 
     def unfinished_games(self) -> list[str]:
         """The games whose projection started but did not reach the final event."""
@@ -393,24 +396,26 @@ class StatsStore(SqlTables):
             return [row.game_id for row in db.execute(
                 select(PROGRESS.c.game_id).where(PROGRESS.c.over.is_(False)))]
 
-    def player_rows(self, subject: str, game_type: int = 0,
-                    variant: str = "") -> list[Any]:
-        """A subject's rows of ``stats_players`` (all games and variants unless filtered)."""
-        query = select(PLAYERS).where(PLAYERS.c.subject == subject)
+    def player_figures(self, subject: str, game_type: int = 0,
+                       variant: str = "") -> list[tuple[Any, dict[str, int]]]:
+        """A subject's rows of ``stats_players`` (all games and variants unless filtered),
+        each with its game counters, as one snapshot."""
+        query = select(PLAYERS, COUNTERS.c.counter, COUNTERS.c.value).select_from(
+            PLAYERS.outerjoin(COUNTERS, and_(COUNTERS.c.subject == PLAYERS.c.subject,
+                                             COUNTERS.c.game_type == PLAYERS.c.game_type,
+                                             COUNTERS.c.variant == PLAYERS.c.variant))
+        ).where(PLAYERS.c.subject == subject)
         if game_type:
             query = query.where(PLAYERS.c.game_type == game_type)
         if variant:
             query = query.where(PLAYERS.c.variant == variant)
+        figures: dict[tuple[int, str], tuple[Any, dict[str, int]]] = {}
         with self._reading() as db:
-            return list(db.execute(query.order_by(PLAYERS.c.game_type, PLAYERS.c.variant)))
-
-    def counters(self, subject: str, game_type: int, variant: str) -> dict[str, int]:
-        """A subject's game counters in one game and variant."""
-        with self._reading() as db:
-            return {row.counter: int(row.value) for row in db.execute(
-                select(COUNTERS.c.counter, COUNTERS.c.value).where(
-                    COUNTERS.c.subject == subject, COUNTERS.c.game_type == game_type,
-                    COUNTERS.c.variant == variant))}
+            for row in db.execute(query.order_by(PLAYERS.c.game_type, PLAYERS.c.variant)):
+                _, counted = figures.setdefault((row.game_type, row.variant), (row, {}))
+                if row.counter is not None:
+                    counted[row.counter] = int(row.value)
+        return list(figures.values())
 
     def rating_board(self, game_type: int, variant: str, *, after: tuple[float, str] | None,
                      limit: int) -> list[Any]:
@@ -428,9 +433,15 @@ class StatsStore(SqlTables):
 
     def period_board(self, game_type: int, variant: str, period: str, *,
                      after: tuple[int, float, str] | None, limit: int) -> list[Any]:
-        """Subjects of a period by wins, then rating change (best first), then subject."""
-        query = select(PERIODS).where(PERIODS.c.game_type == game_type,
-                                      PERIODS.c.variant == variant, PERIODS.c.period == period)
+        """Subjects of a period by wins, then rating change (best first), then subject;
+        each row with the subject's current ``is_bot``, ``mu``, ``sigma`` and ``rated``."""
+        query = select(PERIODS, PLAYERS.c.is_bot, PLAYERS.c.mu, PLAYERS.c.sigma,
+                       PLAYERS.c.rated).select_from(PERIODS.outerjoin(PLAYERS, and_(
+                           PLAYERS.c.subject == PERIODS.c.subject,
+                           PLAYERS.c.game_type == PERIODS.c.game_type,
+                           PLAYERS.c.variant == PERIODS.c.variant))
+        ).where(PERIODS.c.game_type == game_type, PERIODS.c.variant == variant,
+                PERIODS.c.period == period)
         if after is not None:
             won, change, subject = after
             query = query.where(or_(

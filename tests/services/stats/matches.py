@@ -17,6 +17,8 @@ from engine.core.payload import put
 from engine.core.protocol import Game
 from engine.core.rng import DeterministicRandom
 from engine.registry import GAMES
+from services.platform.bus import Published
+from services.stats.projector import Delivery
 
 HOKM = GAMES[common_pb2.GAME_TYPE_HOKM]
 HAND = GAMES[common_pb2.GAME_TYPE_HAND]
@@ -45,9 +47,17 @@ class Match:
     events: list[log_pb2.Event]
 
 
+def delivered(match: Match) -> list[Delivery]:
+    """The match's events as the feed delivers them, in order."""
+    return [Delivery(Published(match.game.NAME, match.game_id, log_pb2.LogEntry(event=event)))
+            for event in match.events]
+
+
 def play(game: Game, rules: object, index: int, *, takeovers: bool = True,
-         start_ms: int = 1_764_547_200_000) -> Match:
-    """One seeded match: seats drawn among :data:`PEOPLE` and bots of :data:`BOT_LEVELS`."""
+         start_ms: int = 1_764_547_200_000,
+         seated: list[common_pb2.Player] | None = None) -> Match:
+    """One seeded match: seats drawn among :data:`PEOPLE` and bots of :data:`BOT_LEVELS`
+    (or the players ``seated``)."""
     draw = random.Random(f"stats/{game.NAME}/{index}")
     seats = game.seat_count(rules)
     people = draw.sample(PEOPLE, seats)
@@ -60,6 +70,8 @@ def play(game: Game, rules: object, index: int, *, takeovers: bool = True,
                                              display_name=level, is_bot=True))
         else:
             players.append(common_pb2.Player(player_id=people[seat], display_name=people[seat]))
+    if seated is not None:
+        players = list(seated)
     policies = game.bot_policies(None)  # type: ignore[arg-type]
     levels = [draw.choice(BOT_LEVELS) for _ in range(seats)]
     at_ms = start_ms + index * 3_600_000 * 7  # spread over weeks and months

@@ -4,33 +4,30 @@ log, a restart that loses every buffer, and a batch that fails half-way."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import random
+import threading
 
 import pytest
 
-from dast.v1 import log_pb2
+from dast.v1 import common_pb2, hand_pb2, log_pb2
 from engine.core.protocol import Game
 from engine.core.stats import GameStats, stats_of
 from services.platform.bus import Published
 from services.stats import store as store_module
 from services.stats.projector import MAX_BUFFERED, Delivery, Projector, periods_of, subject_of
-from services.stats.store import PLAYERS, PROGRESS, StatsStore
+from services.stats.store import COUNTERS, PLAYERS, PROGRESS, StatsStore
 from tests.services.stats.checks import assert_matches_logs
-from tests.services.stats.matches import Match, corpus
+from tests.services.stats.matches import HAND, HOKM, Match, corpus, delivered
 
 MATCHES = corpus(2)  # every variant of both games, twice: ~2,000 events
 LOGS = {match.game_id: match.events for match in MATCHES}
 
 
-def _deliveries(match: Match) -> list[Delivery]:
-    return [Delivery(Published(match.game.NAME, match.game_id, log_pb2.LogEntry(event=event)))
-            for event in match.events]
-
-
 def _interleaved(seed: int, matches: list[Match] = MATCHES) -> list[Delivery]:
     """Every match's events in order, the matches interleaved at random."""
     draw = random.Random(seed)
-    queues = [_deliveries(match) for match in matches]
+    queues = [delivered(match) for match in matches]
     mixed = []
     while queues:
         queue = draw.choice(queues)
@@ -121,7 +118,7 @@ def test_a_gap_is_repaired_from_the_whole_log_once_the_final_event_is_known() ->
     assert set(store.unfinished_games()) == gapped
     for game_id in sorted(gapped):  # the repair: the whole log, as ExportLog gives it
         match = next(m for m in MATCHES if m.game_id == game_id)
-        outcome = projector.project(_deliveries(match))
+        outcome = projector.project(delivered(match))
         assert game_id in outcome.finished
     assert projector.buffered == 0
     assert_matches_logs(store, LOGS)
@@ -165,7 +162,7 @@ def test_a_game_buffering_too_much_behind_a_gap_asks_for_repair() -> None:
     store = StatsStore.open(None)
     projector = Projector(store)
     match = MATCHES[0]
-    published = _deliveries(match)[1]  # seq 2 without seq 1
+    published = delivered(match)[1]  # seq 2 without seq 1
     many = [Delivery(Published(published.published.game_type, match.game_id,
                                log_pb2.LogEntry(event=log_pb2.Event(seq=seq))))
             for seq in range(2, MAX_BUFFERED + 3)]
@@ -173,8 +170,6 @@ def test_a_game_buffering_too_much_behind_a_gap_asks_for_repair() -> None:
 
 
 def test_subjects_and_periods() -> None:
-    from dast.v1 import common_pb2
-
     assert subject_of(common_pb2.Player(player_id="bot:expert:2", is_bot=True)) == "bot:expert"
     assert subject_of(common_pb2.Player(player_id="ana")) == "ana"
     assert subject_of(common_pb2.Player(player_id="x-1", display_name="greedy",
@@ -201,3 +196,77 @@ def test_the_moves_the_stats_count_are_the_commands_the_games_record() -> None:
                 tally.mover if tally is not None else None), event
             compared += 1
     assert compared > 1_000
+
+
+def _one_round_hand(game_id: str, players: list[str], went_out: int, points: list[int],
+                    at_ms: int) -> Match:
+    """A two-player Hand match of one round, dealt by the engine, whose round ends with
+    ``points`` (the seat that went out scores -30: docs/rules/hand.md "Scoring")."""
+    seats = [common_pb2.Player(player_id=player, is_bot=player.startswith("bot:"))
+             for player in players]
+    events = HAND.start(hand_pb2.HandRules(players=2, rounds=1), bytes(32), seats,
+                        at_ms=at_ms)
+    seq = len(events)
+    events.append(log_pb2.Event(seq=seq + 1, at_ms=at_ms + 1, hand=hand_pb2.HandEvent(
+        round_ended=hand_pb2.HandRoundEnded(round=1, went_out=went_out, points=points,
+                                            totals=points))))
+    winner = points.index(min(points))
+    events.append(log_pb2.Event(seq=seq + 2, at_ms=at_ms + 2, hand=hand_pb2.HandEvent(
+        match_ended=hand_pb2.HandMatchEnded(winners=[winner], totals=points,
+                                            server_seed=bytes(32)))))
+    return Match(game_id, HAND, events)
+
+
+def test_a_signed_counter_adding_up_to_zero_keeps_its_row_at_zero() -> None:
+    # Hand's penalties are signed: ana goes out in one match (-30) and keeps 30 points in
+    # the other. Her penalty_total is 0, stored as a row of 0 (a row exists once a non-zero
+    # amount was added), and the recomputation has the same key at 0: the comparison reads
+    # every row, zeros included (it once dropped zero rows and failed on such draws).
+    matches = [_one_round_hand("h1", ["ana", "bot:greedy:1"], 0, [-30, 12], 1_764_547_200_000),
+               _one_round_hand("h2", ["bot:random:0", "ana"], 0, [-30, 30], 1_764_550_800_000)]
+    store = StatsStore.open(None)
+    projector = Projector(store)
+    for match in matches:
+        projector.project(delivered(match))
+    key = ("ana", common_pb2.GAME_TYPE_HAND, "2p", "penalty_total")
+    stored = {(r.subject, r.game_type, r.variant, r.counter): r.value
+              for r in store.all_rows(COUNTERS)}
+    assert stored[key] == 0
+    expected = assert_matches_logs(store, {match.game_id: match.events for match in matches})
+    assert expected.counters[key] == 0
+
+
+def test_a_reply_never_shows_a_batch_half_read_while_the_projection_writes() -> None:
+    # A seat takes a trick with one of its own cards, so on any one snapshot a subject's
+    # Hokm tricks are at most its moves. The player's figures and counters are read
+    # together; read apart, a batch committed between the two reads showed counters
+    # ahead of the moves.
+    store = StatsStore.open(None)
+    projector = Projector(store)
+    hokm = [match for match in MATCHES if match.game is HOKM]
+    deliveries = _interleaved(4, hokm)
+    subjects = sorted({subject_of(player) for match in hokm
+                       for player in _stats(match.game).frame(match.events[0]).players})
+    writing = threading.Event()
+    writing.set()
+    seen: list[tuple[int, int]] = []
+
+    def read_all() -> None:
+        while writing.is_set():
+            for subject in subjects:
+                for row, counted in store.player_figures(subject, common_pb2.GAME_TYPE_HOKM):
+                    moves = row.own_moves + row.bot_moves
+                    seen.append((counted.get("tricks", 0), moves))
+                    assert counted.get("tricks", 0) <= moves, (subject, row.variant)
+
+    reader = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        reading = reader.submit(read_all)
+        _project(projector, deliveries, 3)
+        writing.clear()
+        reading.result(timeout=120)
+    finally:
+        writing.clear()
+        reader.shutdown()
+    assert any(tricks for tricks, _ in seen)
+    assert_matches_logs(store, {match.game_id: match.events for match in hokm})
