@@ -17,10 +17,10 @@ from services.cli import app
 from services.platform.auth import Role
 from services.platform.keys import LogSigner
 from tests.golden_logs import GOLDEN
-from tests.services.game.conftest import Embedded, embedded
+from tests.services.game.conftest import Embedded, embedded, limiter
 from tests.support.tokens import token
 
-__all__ = ["embedded"]  # the game service's fixture, used here too
+__all__ = ["embedded", "limiter"]  # the game service's fixtures, used here too
 
 runner = CliRunner()
 SERVER = LogSigner.from_seed(b"cli-audit-tests-server-key-00000")
