@@ -24,10 +24,10 @@ from services.platform.auth import Role
 from services.platform.errors import Reason, reason_of
 from services.platform.keys import LogSigner
 from tests.golden_logs import GOLDEN
-from tests.services.game.conftest import Embedded, embedded
+from tests.services.game.conftest import Embedded, embedded, limiter
 from tests.support.tokens import token
 
-__all__ = ["embedded"]  # the game service's fixture, used here too
+__all__ = ["embedded", "limiter"]  # the game service's fixtures, used here too
 
 PASSED = audit_pb2.AUDIT_OUTCOME_PASSED
 FAILED = audit_pb2.AUDIT_OUTCOME_FAILED
