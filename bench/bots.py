@@ -15,7 +15,8 @@
   rounds).
 
 Run ``python bench/bots.py --json`` for one JSON object (about a minute with the
-defaults: the expert matches dominate).
+defaults: the expert matches dominate); ``--only hand`` (or ``hokm``) measures one game's
+figures alone.
 """
 
 from __future__ import annotations
@@ -107,26 +108,32 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="time per core measurement")
     parser.add_argument("--budget-ms", type=float, default=200.0, help="an expert's budget")
     parser.add_argument("--deals", type=int, default=1, help="duplicate deals per expert")
+    parser.add_argument("--only", choices=("hokm", "hand"), help="one game's figures alone")
     args = parser.parse_args()
-    core = {seats: bench_fast_core(seats, args.seconds) for seats in (4, 3, 2)}
-    engine_per_s = bench_engine(args.seconds)
-    hokm_rules = hokm_pb2.HokmRules(target_score=3, turn_seconds=0).SerializeToString()
-    hokm_expert = bench_expert(
-        ArenaSetup("hokm", hokm_rules, 4, "expert", "greedy", args.budget_ms, 1, 0), args.deals
-    )
-    hand_rules = hand_pb2.HandRules(players=2, turn_seconds=0).SerializeToString()
-    hand_expert = bench_expert(
-        ArenaSetup("hand", hand_rules, 2, "expert", "basic", args.budget_ms, 1, 0), args.deals
-    )
-    result: dict[str, float | int] = {
-        "hokm_fast_core_decisions_per_s": round(core[4]),
-        "hokm_fast_core_decisions_per_s_3p": round(core[3]),
-        "hokm_fast_core_decisions_per_s_2p": round(core[2]),
-        "hokm_engine_decisions_per_s": round(engine_per_s),
-        "fast_core_vs_engine": round(core[4] / engine_per_s, 1),
-        "expert_budget_ms": args.budget_ms,
-    }
-    for name, figures in (("hokm_expert", hokm_expert), ("hand_expert", hand_expert)):
+    result: dict[str, float | int] = {"expert_budget_ms": args.budget_ms}
+    experts: list[tuple[str, dict[str, float]]] = []
+    if args.only != "hand":
+        core = {seats: bench_fast_core(seats, args.seconds) for seats in (4, 3, 2)}
+        engine_per_s = bench_engine(args.seconds)
+        result.update({
+            "hokm_fast_core_decisions_per_s": round(core[4]),
+            "hokm_fast_core_decisions_per_s_3p": round(core[3]),
+            "hokm_fast_core_decisions_per_s_2p": round(core[2]),
+            "hokm_engine_decisions_per_s": round(engine_per_s),
+            "fast_core_vs_engine": round(core[4] / engine_per_s, 1),
+        })
+        hokm_rules = hokm_pb2.HokmRules(target_score=3, turn_seconds=0).SerializeToString()
+        experts.append(("hokm_expert", bench_expert(
+            ArenaSetup("hokm", hokm_rules, 4, "expert", "greedy", args.budget_ms, 1, 0),
+            args.deals,
+        )))
+    if args.only != "hokm":
+        hand_rules = hand_pb2.HandRules(players=2, turn_seconds=0).SerializeToString()
+        experts.append(("hand_expert", bench_expert(
+            ArenaSetup("hand", hand_rules, 2, "expert", "basic", args.budget_ms, 1, 0),
+            args.deals,
+        )))
+    for name, figures in experts:
         result[f"{name}_ms_p50"] = round(figures["p50"], 2)
         result[f"{name}_ms_p95"] = round(figures["p95"], 2)
         result[f"{name}_ms_max"] = round(figures["max"], 2)
