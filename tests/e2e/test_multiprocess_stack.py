@@ -240,7 +240,9 @@ async def test_matches_finish_exactly_once_while_each_kind_of_process_is_killed(
         await wait_until(lambda: moved(bot_games[0], 60))
         stack.games[0].start()
         stack.bots[0].kill()
-        await wait_until(lambda: moved(bot_games[1], 100))
+        # A move the killed bot replica had taken comes back to the other one only when the
+        # bots' consumer's ack wait (30 s) runs out: the budget is that and then some.
+        await wait_until(lambda: moved(bot_games[1], 100), seconds=60)
         stack.bots[0].start()
         # The lobby dies while the client's match runs and stays down until it has ended.
         stack.lobby.kill()
