@@ -51,6 +51,26 @@ from services.platform.clock import wall_clock_ms
 from services.platform.config import masked_url
 from services.platform.nats_names import NatsNames
 
+
+async def connect_nats(url: str) -> Client:
+    """A NATS connection that keeps reconnecting for as long as it lives (the key-value
+    boards' own, apart from the bus's)."""
+    return await nats.connect(url, allow_reconnect=True, max_reconnect_attempts=-1,
+                              reconnect_time_wait=0.5, connect_timeout=2)
+
+
+async def open_bucket(nc: Client, bucket: str, *, ttl_seconds: float,
+                      storage: StorageType) -> KeyValue:
+    """The key-value ``bucket``, made with one value per key and entries kept
+    ``ttl_seconds`` when it does not exist yet (whichever process comes first makes it)."""
+    jetstream = nc.jetstream()
+    try:
+        return await jetstream.key_value(bucket)
+    except nats.js.errors.BucketNotFoundError:
+        return await jetstream.create_key_value(KeyValueConfig(
+            bucket=bucket, ttl=ttl_seconds, history=1, storage=storage,
+        ))
+
 _log = logging.getLogger(__name__)
 
 DEFAULT_BUCKET: Final = NatsNames().presence_bucket
@@ -239,17 +259,9 @@ class NatsPresenceBoard:
 
     async def _connect(self) -> None:
         if self._nc is None:
-            self._nc = await nats.connect(self.url, allow_reconnect=True,
-                                          max_reconnect_attempts=-1, reconnect_time_wait=0.5,
-                                          connect_timeout=2)
-        jetstream = self._nc.jetstream()
-        try:
-            self._kv = await jetstream.key_value(self.bucket)
-        except nats.js.errors.BucketNotFoundError:
-            self._kv = await jetstream.create_key_value(KeyValueConfig(
-                bucket=self.bucket, ttl=self.ttl_ms / 1000, history=1,
-                storage=StorageType.MEMORY,
-            ))
+            self._nc = await connect_nats(self.url)
+        self._kv = await open_bucket(self._nc, self.bucket, ttl_seconds=self.ttl_ms / 1000,
+                                     storage=StorageType.MEMORY)
 
     async def _watch_once(self) -> None:
         """Mirror the bucket from a fresh snapshot until the watch fails or falls silent."""

@@ -36,11 +36,12 @@ import nats
 import nats.errors
 import nats.js.errors
 from nats.aio.client import Client
-from nats.js.api import KeyValueConfig, StorageType
+from nats.js.api import StorageType
 from nats.js.kv import KeyValue
 
 from services.platform.clock import wall_clock_ms
 from services.platform.config import masked_url
+from services.platform.presence_kv import connect_nats, open_bucket
 
 _log = logging.getLogger(__name__)
 
@@ -186,17 +187,9 @@ class NatsRevocations(_Mirror):
         if self._kv is not None:
             return self._kv
         if self._nc is None:
-            self._nc = await nats.connect(self.url, allow_reconnect=True,
-                                          max_reconnect_attempts=-1, reconnect_time_wait=0.5,
-                                          connect_timeout=2)
-        jetstream = self._nc.jetstream()
-        try:
-            self._kv = await jetstream.key_value(self.bucket)
-        except nats.js.errors.BucketNotFoundError:
-            self._kv = await jetstream.create_key_value(KeyValueConfig(
-                bucket=self.bucket, ttl=self.keep_ms / 1000, history=1,
-                storage=StorageType.FILE,
-            ))
+            self._nc = await connect_nats(self.url)
+        self._kv = await open_bucket(self._nc, self.bucket, ttl_seconds=self.keep_ms / 1000,
+                                     storage=StorageType.FILE)
         return self._kv
 
     async def _watch(self) -> None:
