@@ -3,7 +3,8 @@
 A sign-in opens a session; the session's tokens are a pair:
 
 - an access token: a bearer JWT naming the player and the session (``sid``), living
-  :attr:`TokenPolicy.access_minutes` (``DAST_ACCESS_TOKEN_MINUTES``). Every service checks
+  :attr:`TokenPolicy.access_ms` (``DAST_ACCESS_TOKEN_MINUTES``, or
+  ``DAST_ACCESS_TOKEN_SECONDS`` when set). Every service checks
   it with :mod:`services.platform.auth`; :meth:`Sessions.mint_access` is the only code of
   this service that makes one, so changing how access tokens are signed changes one place;
 - a refresh token: 32 random bytes in URL-safe base64, opaque to everyone, stored only as
@@ -42,11 +43,14 @@ class TokenPolicy:
 
     access_minutes: int = 15
     refresh_days: int = 30
+    access_seconds: int = 0
+    """When not 0, an access token's lifetime in seconds instead of ``access_minutes``
+    (tests that let a token expire mid-match)."""
 
     @property
     def access_ms(self) -> int:
         """An access token's lifetime in milliseconds."""
-        return self.access_minutes * 60_000
+        return (self.access_seconds or self.access_minutes * 60) * 1000
 
     @property
     def refresh_ms(self) -> int:

@@ -20,9 +20,10 @@ from dast.v1 import (
 )
 from services.accounts.sessions import Sessions, TokenPolicy
 from services.accounts.store import AccountsStore, RefreshRefused
+from services.compose import StackOptions
 from services.platform.auth import AuthError, Role, verify_token
 from services.platform.config import load_settings
-from services.platform.errors import reason_of
+from services.platform.errors import Reason, reason_of
 from tests.e2e.helpers import stack
 from tests.support.tokens import TEST_KEYS, signer, stranger_token, token
 
@@ -208,3 +209,30 @@ def test_token_lifetimes_come_from_the_environment(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("DAST_REFRESH_TOKEN_DAYS")
     defaults = load_settings()
     assert (defaults.access_token_minutes, defaults.refresh_token_days) == (15, 30)
+
+
+async def test_access_tokens_may_live_seconds_for_tests(monkeypatch: pytest.MonkeyPatch) -> None:
+    # DAST_ACCESS_TOKEN_SECONDS, when set, replaces the minutes (a token expiring mid-match).
+    monkeypatch.setenv("DAST_ACCESS_TOKEN_SECONDS", "3")
+    assert load_settings().access_token_seconds == 3
+    monkeypatch.delenv("DAST_ACCESS_TOKEN_SECONDS")
+    assert load_settings().access_token_seconds == 0
+    options = StackOptions(access_token_minutes=15, access_token_seconds=3)
+    assert options.revocation_minutes == 1  # revoked sessions are kept while tokens live
+    assert StackOptions(access_token_minutes=15).revocation_minutes == 15
+    now = [int(time.time() * 1000)]
+    store = AccountsStore.open(None)
+    try:
+        sessions = Sessions(store, signer("accounts"), TEST_KEYS.ring,
+                            policy=TokenPolicy(access_minutes=15, access_seconds=3),
+                            clock=lambda: now[0])
+        tokens = await sessions.open("g-00000000000000cc")
+        assert tokens.access_expires_at_ms - tokens.server_time_ms <= 3_000
+        assert verify_token(TEST_KEYS.ring, tokens.access_token).session_id == tokens.session_id
+        now[0] -= 4_000  # a token minted 4 s ago has expired
+        with pytest.raises(AuthError) as expired:
+            verify_token(TEST_KEYS.ring, sessions.mint_access("g-00000000000000cc", "sid",
+                                                              now[0]))
+        assert expired.value.reason == Reason.TOKEN_EXPIRED
+    finally:
+        store.close()
