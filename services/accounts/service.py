@@ -32,6 +32,7 @@ import grpc
 import structlog
 
 from dast.v1 import accounts_pb2, accounts_pb2_grpc
+from services.accounts.moderation import Moderation
 from services.accounts.oidc import IdTokenVerifier, VerifiedIdentity
 from services.accounts.oidc_providers import OidcProvider
 from services.accounts.reasons import AccountsReason
@@ -135,6 +136,8 @@ class AccountsService(accounts_pb2_grpc.AccountsServiceServicer):
         self.sessions = sessions
         self.store = sessions.store
         self.verifier = IdTokenVerifier(providers)
+        self.moderation: Moderation | None = None
+        """The moderation service mounted beside it (its bans refuse sign-ins)."""
 
     async def SignInGuest(
         self, request: accounts_pb2.AccountsServiceSignInGuestRequest,
