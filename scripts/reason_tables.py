@@ -148,6 +148,9 @@ GUIDANCE: dict[str, Guidance] = {
         "PERMISSION_DENIED", "an operator banned this player (`metadata` `until_ms`, empty "
         "when the ban lasts until lifted, and `ban_reason`); their open streams end with this "
         "too", "show the reason and when the ban ends; do not retry before then"),
+    Reason.ACCOUNT_DELETED: Guidance(
+        "UNAUTHENTICATED", "the token's player deleted their account (or an operator erased "
+        "it)", "forget the account's tokens and device secret; a new sign-in is a new player"),
     # ---- services.lobby.reasons.LobbyReason (shared values are listed above) ----
     LobbyReason.TABLE_NOT_FOUND: Guidance("NOT_FOUND", "no table has that id or invite code",
                                           "refresh the table list"),

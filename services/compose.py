@@ -302,6 +302,8 @@ class Composition:
             self.bans.listen(self.lobby.on_ban)
         if self.tournament is not None:
             self.bans.listen(self.tournament.on_ban)
+        if self.stats is not None:
+            self.bans.listen(self.stats.on_ban)
         await self.bans.start()
         if self.accounts is not None and self.accounts.moderation is not None:
             self._spawn(self.accounts.moderation.run())

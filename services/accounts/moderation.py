@@ -32,7 +32,14 @@ from services.accounts.reasons import ModerationReason
 from services.accounts.sessions import Sessions
 from services.accounts.store import FoundPlayer
 from services.platform.auth import Role, current_identity
-from services.platform.bans import BAN_REASON_CHARS, Ban, Bans, banned_error
+from services.platform.bans import (
+    BAN_REASON_CHARS,
+    ERASURES_LISTED_DAYS,
+    Ban,
+    Bans,
+    banned_error,
+    erased_entry,
+)
 from services.platform.errors import Reason, ServiceError
 from services.platform.validation import check_id, clean_display_name, quoted_input
 
@@ -110,6 +117,8 @@ class Moderation:
         record = await asyncio.to_thread(self.store.ban_of, player_id, self.clock())
         if record is not None:
             raise banned_error(record.ban)
+        if await asyncio.to_thread(self.store.is_erased, player_id):
+            raise banned_error(erased_entry())
 
     async def ban(self, player_id: str, ban: Ban, actor: str) -> tuple[BanRecord, AdminEntry]:
         """Ban ``player_id`` everywhere (see the module docstring)."""
@@ -130,10 +139,32 @@ class Moderation:
                   action_seq=entry.seq)
         return lifted, entry
 
+    async def erase(self, player_id: str, *, actor: str | None) -> AdminEntry | None:
+        """Delete ``player_id``'s account (``actor``: the operator erasing it; None: the
+        player): its identities, devices, name and sessions go; the player id stays in the
+        signed logs and the figures, which every service then shows as a deleted player.
+
+        Recorded first, so that a process killed halfway still has the erasure to finish:
+        the next :meth:`publish_bans` erases again what this store holds of the player."""
+        now = self.clock()
+        entry = await asyncio.to_thread(self.store.erase, player_id, now, actor=actor)
+        await self.sessions.end_all(player_id)
+        await asyncio.to_thread(self.sessions.store.erase_player, player_id)
+        await self.bans.publish(player_id, erased_entry())
+        _log.info("account_erased", player_id=player_id, by=actor or "the player",
+                  action_seq=entry.seq if entry is not None else None)
+        return entry
+
     async def publish_bans(self) -> None:
-        """Make the ban list agree with the database: every standing ban on it, every other
-        entry off it."""
-        standing = await asyncio.to_thread(self.store.standing_bans, self.clock())
+        """Make the ban list agree with the database: every standing ban and every account
+        deleted in the last :data:`ERASURES_LISTED_DAYS` on it (each erasure finished
+        again), every other entry off it."""
+        now = self.clock()
+        standing = await asyncio.to_thread(self.store.standing_bans, now)
+        for player_id in await asyncio.to_thread(
+                self.store.erased_since, now - ERASURES_LISTED_DAYS * 86_400_000):
+            await asyncio.to_thread(self.sessions.store.erase_player, player_id)
+            standing[player_id] = erased_entry()
         for player_id, ban in standing.items():
             if self.bans.banned().get(player_id) != ban:
                 await self.bans.publish(player_id, ban)
@@ -170,8 +201,11 @@ class ModerationService(moderation_pb2_grpc.ModerationServiceServicer):
         found = await asyncio.to_thread(self.accounts.find_players, query, limit)
         bans = await asyncio.to_thread(self.store.bans_of, [p.player_id for p in found],
                                        self.moderation.clock())
-        await asyncio.to_thread(self.store.record, actor, AdminAction.FIND_PLAYERS, query,
-                                {"found": len(found)}, self.moderation.clock())
+        # The log keeps whom the search found, not what was typed: a name typed here must go
+        # with its account when the account is deleted.
+        await asyncio.to_thread(self.store.record, actor, AdminAction.FIND_PLAYERS, "",
+                                {"found": [player.player_id for player in found]},
+                                self.moderation.clock())
         return moderation_pb2.FindPlayersResponse(
             players=[self._found(player, bans.get(player.player_id)) for player in found])
 
@@ -208,6 +242,14 @@ class ModerationService(moderation_pb2_grpc.ModerationServiceServicer):
         note = _text(request.note, "note", required=False)
         lifted, entry = await self.moderation.lift(player_id, actor, note)
         return moderation_pb2.LiftBanResponse(lifted=lifted, action_seq=entry.seq)
+
+    async def ErasePlayer(
+        self, request: moderation_pb2.ErasePlayerRequest, context: grpc.aio.ServicerContext
+    ) -> moderation_pb2.ErasePlayerResponse:
+        actor = _require_admin()
+        player_id = await self._known_player(request.player_id)
+        entry = await self.moderation.erase(player_id, actor=actor)
+        return moderation_pb2.ErasePlayerResponse(action_seq=entry.seq if entry else 0)
 
     async def ListAdminActions(
         self, request: moderation_pb2.ListAdminActionsRequest,

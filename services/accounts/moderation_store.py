@@ -65,9 +65,20 @@ class AdminActionRow(ModerationModel, table=True):
     hash: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
 
 
+class ErasureRow(ModerationModel, table=True):
+    """A deleted account: its player id only, so that every service learns of it and the id
+    is never a player's again."""
+
+    __tablename__ = "accounts_erasures"
+
+    player_id: str = Field(sa_column=Column(String(PLAYER_ID_CHARS), primary_key=True))
+    erased_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
 BANS = BanRow.__table__  # type: ignore[attr-defined]
 ACTIONS = AdminActionRow.__table__  # type: ignore[attr-defined]
-TABLES: Final = (BANS, ACTIONS)
+ERASURES = ErasureRow.__table__  # type: ignore[attr-defined]
+TABLES: Final = (BANS, ACTIONS, ERASURES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +183,38 @@ class ModerationStore(SqlTables):
         entry = self._with_entry(actor, AdminAction.LIFT_BAN, player_id,
                                  {"note": note}, now_ms, write)
         return lifted[-1], entry
+
+    # ---- erasures ----
+
+    def erase(self, player_id: str, now_ms: int, *, actor: str | None) -> AdminEntry | None:
+        """Record that ``player_id``'s account is deleted (their ban, if any, goes with it);
+        by an operator (``actor``) with an entry in the log, else by the player."""
+
+        def write(connection: Connection) -> None:
+            connection.execute(delete(BANS).where(BANS.c.player_id == player_id))
+            if connection.execute(select(ERASURES.c.player_id)
+                                  .where(ERASURES.c.player_id == player_id)).first() is None:
+                connection.execute(ERASURES.insert().values(player_id=player_id,
+                                                            erased_ms=now_ms))
+
+        if actor is None:
+            with self._transaction() as connection:
+                write(connection)
+            return None
+        return self._with_entry(actor, AdminAction.ERASE, player_id, {}, now_ms, write)
+
+    def is_erased(self, player_id: str) -> bool:
+        """Whether ``player_id``'s account was deleted."""
+        with self._reading() as connection:
+            return connection.execute(select(ERASURES.c.player_id)
+                                      .where(ERASURES.c.player_id == player_id)
+                                      ).first() is not None
+
+    def erased_since(self, since_ms: int) -> list[str]:
+        """The accounts deleted at or after ``since_ms``."""
+        with self._reading() as connection:
+            return list(connection.execute(select(ERASURES.c.player_id)
+                                           .where(ERASURES.c.erased_ms >= since_ms)).scalars())
 
     def ban_of(self, player_id: str, now_ms: int) -> BanRecord | None:
         """``player_id``'s ban in force at ``now_ms``, or None."""

@@ -519,6 +519,20 @@ class AccountsStore(SqlTables):
                             tuple(providers.get(row.player_id, ())),
                             int(devices.get(row.player_id, 0))) for row in rows]
 
+    def erase_player(self, player_id: str) -> bool:
+        """Delete everything this store holds of ``player_id``: their row (and name), devices,
+        identities, sessions and refresh tokens; whether they were here. Doing it again
+        changes nothing."""
+        with self._transaction() as connection:
+            sessions = select(SESSIONS.c.session_id).where(SESSIONS.c.player_id == player_id)
+            connection.execute(delete(REFRESH_TOKENS)
+                               .where(REFRESH_TOKENS.c.session_id.in_(sessions)))
+            connection.execute(delete(SESSIONS).where(SESSIONS.c.player_id == player_id))
+            connection.execute(delete(IDENTITIES).where(IDENTITIES.c.player_id == player_id))
+            connection.execute(delete(DEVICES).where(DEVICES.c.player_id == player_id))
+            return bool(connection.execute(
+                delete(PLAYERS).where(PLAYERS.c.player_id == player_id)).rowcount)
+
     def has_player(self, player_id: str) -> bool:
         """Whether ``player_id`` is a player of this store."""
         with self._reading() as connection:

@@ -48,10 +48,12 @@ BanListener = Callable[[str, "Ban | None"], None]
 
 @dataclass(frozen=True, slots=True)
 class Ban:
-    """A player's ban: until when (None: until an operator lifts it) and why."""
+    """A player's ban: until when (None: until an operator lifts it) and why; or, with
+    ``erased``, a deleted account, whose player id nobody plays under again."""
 
     until_ms: int | None
     reason: str
+    erased: bool = False
 
     def in_force(self, now_ms: int) -> bool:
         """Whether the ban still holds at ``now_ms``."""
@@ -59,7 +61,10 @@ class Ban:
 
     def to_json(self) -> bytes:
         """The bucket's value."""
-        return json.dumps({"until": self.until_ms, "reason": self.reason}).encode()
+        fields: dict[str, object] = {"until": self.until_ms, "reason": self.reason}
+        if self.erased:
+            fields["erased"] = True
+        return json.dumps(fields).encode()
 
     @classmethod
     def from_json(cls, value: bytes) -> Ban:
@@ -72,9 +77,11 @@ class Ban:
             until, reason = fields["until"], fields["reason"]
         except (KeyError, TypeError) as error:
             raise ValueError("not a ban") from error
-        if (until is not None and not isinstance(until, int)) or not isinstance(reason, str):
+        erased = fields.get("erased", False)
+        if ((until is not None and not isinstance(until, int)) or not isinstance(reason, str)
+                or not isinstance(erased, bool)):
             raise ValueError("not a ban")
-        return cls(until, reason)
+        return cls(until, reason, erased)
 
     def status(self) -> grpc.Status:
         """How a call of the banned player is refused (:func:`banned_status`)."""
@@ -91,7 +98,11 @@ def describe_until(until_ms: int | None) -> str:
 
 def banned_error(ban: Ban) -> ServiceError:
     """PERMISSION_DENIED ``player_banned``: the ban's end (``until_ms``, empty when it lasts
-    until lifted) and its reason in ``ErrorInfo.metadata``, both in the message."""
+    until lifted) and its reason in ``ErrorInfo.metadata``, both in the message; for a
+    deleted account UNAUTHENTICATED ``account_deleted``."""
+    if ban.erased:
+        return ServiceError(grpc.StatusCode.UNAUTHENTICATED, Reason.ACCOUNT_DELETED,
+                            "this account was deleted: sign in again to play as a new player")
     return ServiceError(
         grpc.StatusCode.PERMISSION_DENIED, Reason.PLAYER_BANNED,
         f"this player is banned {describe_until(ban.until_ms)}: {ban.reason}",
@@ -104,6 +115,20 @@ def banned_status(ban: Ban) -> grpc.Status:
     """:func:`banned_error` as the status a refused call or an ended stream answers."""
     error = banned_error(ban)
     return rich_status(error.code, error.reason, error.message, metadata=error.metadata)
+
+
+ERASED_REASON: Final = "account deleted"
+"""The reason of the entry a deleted account leaves on the list."""
+
+
+def erased_entry() -> Ban:
+    """What the list holds for a deleted account (for :data:`ERASURES_LISTED_DAYS`)."""
+    return Ban(None, ERASED_REASON, erased=True)
+
+
+ERASURES_LISTED_DAYS: Final = 30
+"""How long a deleted account stays on the list: every service has learned of it by then
+(the stats service keeps it for good), and a token of theirs expired long before."""
 
 
 def player_key(player_id: str) -> str:

@@ -100,6 +100,8 @@ class Reason(StrEnum):
     PLAYER_BANNED = "player_banned"
     """An operator banned the player (:mod:`services.platform.bans`): every call of theirs is
     refused until the ban ends or is lifted."""
+    ACCOUNT_DELETED = "account_deleted"
+    """The token's player deleted their account (or an operator erased it)."""
 
 
 class ServiceError(Exception):

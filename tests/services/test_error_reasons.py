@@ -674,6 +674,17 @@ async def _player_banned(api: Api) -> object:
         device_id="reasons-device-8", device_secret=signed_in.device_secret))
 
 
+@trigger("account_deleted")
+async def _account_deleted(api: Api) -> object:
+    signed_in = await _accounts(api).SignInGuest(
+        accounts_pb2.AccountsServiceSignInGuestRequest(device_id="reasons-device-9"))
+    bearer = (("authorization", f"Bearer {signed_in.tokens.access_token}"),)
+    await _accounts(api).DeleteAccount(accounts_pb2.DeleteAccountRequest(
+        confirm_player_id=signed_in.player_id), metadata=bearer)
+    return await _accounts(api).ListIdentities(accounts_pb2.ListIdentitiesRequest(),
+                                               metadata=bearer)
+
+
 @trigger("unknown_player")
 async def _unknown_player(api: Api) -> object:
     return await _moderation(api).LiftBan(moderation_pb2.LiftBanRequest(

@@ -150,6 +150,10 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     when the ban lasts until lifted, and "ban_reason"); their open streams end with this too.
     The app: show the reason and when the ban ends; do not retry before then.
     """
+    ERROR_REASON_ACCOUNT_DELETED: _ErrorReason.ValueType  # 27
+    """UNAUTHENTICATED: the token's player deleted their account (or an operator erased it).
+    The app: forget the account's tokens and device secret; a new sign-in is a new player.
+    """
     ERROR_REASON_TABLE_NOT_FOUND: _ErrorReason.ValueType  # 100
     """---- The lobby (services/lobby/reasons.py LobbyReason) ----
     NOT_FOUND: no table has that id or invite code. The app: refresh the table list.
@@ -562,6 +566,10 @@ ERROR_REASON_PLAYER_BANNED: ErrorReason.ValueType  # 26
 """PERMISSION_DENIED: an operator banned this player (ErrorInfo.metadata "until_ms", empty
 when the ban lasts until lifted, and "ban_reason"); their open streams end with this too.
 The app: show the reason and when the ban ends; do not retry before then.
+"""
+ERROR_REASON_ACCOUNT_DELETED: ErrorReason.ValueType  # 27
+"""UNAUTHENTICATED: the token's player deleted their account (or an operator erased it).
+The app: forget the account's tokens and device secret; a new sign-in is a new player.
 """
 ERROR_REASON_TABLE_NOT_FOUND: ErrorReason.ValueType  # 100
 """---- The lobby (services/lobby/reasons.py LobbyReason) ----

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x64\x61st/v1/moderation.proto\x12\x07\x64\x61st.v1\"V\n\tPlayerBan\x12\x10\n\x08until_ms\x18\x01 \x01(\x03\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x11\n\tbanned_by\x18\x03 \x01(\t\x12\x14\n\x0c\x62\x61nned_at_ms\x18\x04 \x01(\x03\"\x92\x01\n\x0b\x46oundPlayer\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x15\n\rcreated_at_ms\x18\x03 \x01(\x03\x12\x11\n\tproviders\x18\x04 \x03(\t\x12\x0f\n\x07\x64\x65vices\x18\x05 \x01(\x05\x12\x1f\n\x03\x62\x61n\x18\x06 \x01(\x0b\x32\x12.dast.v1.PlayerBan\"6\n\x12\x46indPlayersRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\"<\n\x13\x46indPlayersResponse\x12%\n\x07players\x18\x01 \x03(\x0b\x32\x14.dast.v1.FoundPlayer\"G\n\x10\x42\x61nPlayerRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x10\n\x08until_ms\x18\x02 \x01(\x03\x12\x0e\n\x06reason\x18\x03 \x01(\t\"H\n\x11\x42\x61nPlayerResponse\x12\x1f\n\x03\x62\x61n\x18\x01 \x01(\x0b\x32\x12.dast.v1.PlayerBan\x12\x12\n\naction_seq\x18\x02 \x01(\x03\"1\n\x0eLiftBanRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04note\x18\x02 \x01(\t\"5\n\x0fLiftBanResponse\x12\x0e\n\x06lifted\x18\x01 \x01(\x08\x12\x12\n\naction_seq\x18\x02 \x01(\x03\"\x94\x01\n\x10\x41\x64minActionEntry\x12\x0b\n\x03seq\x18\x01 \x01(\x03\x12\r\n\x05\x61t_ms\x18\x02 \x01(\x03\x12\r\n\x05\x61\x63tor\x18\x03 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x04 \x01(\t\x12\x0f\n\x07subject\x18\x05 \x01(\t\x12\x13\n\x0b\x64\x65tail_json\x18\x06 \x01(\t\x12\x11\n\tprev_hash\x18\x07 \x01(\x0c\x12\x0c\n\x04hash\x18\x08 \x01(\x0c\"?\n\x17ListAdminActionsRequest\x12\x11\n\tafter_seq\x18\x01 \x01(\x03\x12\x11\n\tpage_size\x18\x02 \x01(\x05\"F\n\x18ListAdminActionsResponse\x12*\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x19.dast.v1.AdminActionEntry2\xb8\x02\n\x11ModerationService\x12H\n\x0b\x46indPlayers\x12\x1b.dast.v1.FindPlayersRequest\x1a\x1c.dast.v1.FindPlayersResponse\x12\x42\n\tBanPlayer\x12\x19.dast.v1.BanPlayerRequest\x1a\x1a.dast.v1.BanPlayerResponse\x12<\n\x07LiftBan\x12\x17.dast.v1.LiftBanRequest\x1a\x18.dast.v1.LiftBanResponse\x12W\n\x10ListAdminActions\x12 .dast.v1.ListAdminActionsRequest\x1a!.dast.v1.ListAdminActionsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x64\x61st/v1/moderation.proto\x12\x07\x64\x61st.v1\"V\n\tPlayerBan\x12\x10\n\x08until_ms\x18\x01 \x01(\x03\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x11\n\tbanned_by\x18\x03 \x01(\t\x12\x14\n\x0c\x62\x61nned_at_ms\x18\x04 \x01(\x03\"\x92\x01\n\x0b\x46oundPlayer\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x15\n\rcreated_at_ms\x18\x03 \x01(\x03\x12\x11\n\tproviders\x18\x04 \x03(\t\x12\x0f\n\x07\x64\x65vices\x18\x05 \x01(\x05\x12\x1f\n\x03\x62\x61n\x18\x06 \x01(\x0b\x32\x12.dast.v1.PlayerBan\"6\n\x12\x46indPlayersRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\"<\n\x13\x46indPlayersResponse\x12%\n\x07players\x18\x01 \x03(\x0b\x32\x14.dast.v1.FoundPlayer\"G\n\x10\x42\x61nPlayerRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x10\n\x08until_ms\x18\x02 \x01(\x03\x12\x0e\n\x06reason\x18\x03 \x01(\t\"H\n\x11\x42\x61nPlayerResponse\x12\x1f\n\x03\x62\x61n\x18\x01 \x01(\x0b\x32\x12.dast.v1.PlayerBan\x12\x12\n\naction_seq\x18\x02 \x01(\x03\"1\n\x0eLiftBanRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04note\x18\x02 \x01(\t\"5\n\x0fLiftBanResponse\x12\x0e\n\x06lifted\x18\x01 \x01(\x08\x12\x12\n\naction_seq\x18\x02 \x01(\x03\"\'\n\x12\x45rasePlayerRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\")\n\x13\x45rasePlayerResponse\x12\x12\n\naction_seq\x18\x01 \x01(\x03\"\x94\x01\n\x10\x41\x64minActionEntry\x12\x0b\n\x03seq\x18\x01 \x01(\x03\x12\r\n\x05\x61t_ms\x18\x02 \x01(\x03\x12\r\n\x05\x61\x63tor\x18\x03 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x04 \x01(\t\x12\x0f\n\x07subject\x18\x05 \x01(\t\x12\x13\n\x0b\x64\x65tail_json\x18\x06 \x01(\t\x12\x11\n\tprev_hash\x18\x07 \x01(\x0c\x12\x0c\n\x04hash\x18\x08 \x01(\x0c\"?\n\x17ListAdminActionsRequest\x12\x11\n\tafter_seq\x18\x01 \x01(\x03\x12\x11\n\tpage_size\x18\x02 \x01(\x05\"F\n\x18ListAdminActionsResponse\x12*\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x19.dast.v1.AdminActionEntry2\x82\x03\n\x11ModerationService\x12H\n\x0b\x46indPlayers\x12\x1b.dast.v1.FindPlayersRequest\x1a\x1c.dast.v1.FindPlayersResponse\x12\x42\n\tBanPlayer\x12\x19.dast.v1.BanPlayerRequest\x1a\x1a.dast.v1.BanPlayerResponse\x12<\n\x07LiftBan\x12\x17.dast.v1.LiftBanRequest\x1a\x18.dast.v1.LiftBanResponse\x12H\n\x0b\x45rasePlayer\x12\x1b.dast.v1.ErasePlayerRequest\x1a\x1c.dast.v1.ErasePlayerResponse\x12W\n\x10ListAdminActions\x12 .dast.v1.ListAdminActionsRequest\x1a!.dast.v1.ListAdminActionsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -47,12 +47,16 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LIFTBANREQUEST']._serialized_end=588
   _globals['_LIFTBANRESPONSE']._serialized_start=590
   _globals['_LIFTBANRESPONSE']._serialized_end=643
-  _globals['_ADMINACTIONENTRY']._serialized_start=646
-  _globals['_ADMINACTIONENTRY']._serialized_end=794
-  _globals['_LISTADMINACTIONSREQUEST']._serialized_start=796
-  _globals['_LISTADMINACTIONSREQUEST']._serialized_end=859
-  _globals['_LISTADMINACTIONSRESPONSE']._serialized_start=861
-  _globals['_LISTADMINACTIONSRESPONSE']._serialized_end=931
-  _globals['_MODERATIONSERVICE']._serialized_start=934
-  _globals['_MODERATIONSERVICE']._serialized_end=1246
+  _globals['_ERASEPLAYERREQUEST']._serialized_start=645
+  _globals['_ERASEPLAYERREQUEST']._serialized_end=684
+  _globals['_ERASEPLAYERRESPONSE']._serialized_start=686
+  _globals['_ERASEPLAYERRESPONSE']._serialized_end=727
+  _globals['_ADMINACTIONENTRY']._serialized_start=730
+  _globals['_ADMINACTIONENTRY']._serialized_end=878
+  _globals['_LISTADMINACTIONSREQUEST']._serialized_start=880
+  _globals['_LISTADMINACTIONSREQUEST']._serialized_end=943
+  _globals['_LISTADMINACTIONSRESPONSE']._serialized_start=945
+  _globals['_LISTADMINACTIONSRESPONSE']._serialized_end=1015
+  _globals['_MODERATIONSERVICE']._serialized_start=1018
+  _globals['_MODERATIONSERVICE']._serialized_end=1404
 # @@protoc_insertion_point(module_scope)

@@ -10,10 +10,10 @@ lifted, and "ban_reason"), their open streams end with the same status, their se
 end, their seats at running tables go to bots as when a player leaves, and their entries
 in tournaments are withdrawn. Lifting a ban lets them sign in again.
 
-Every call here, searches included, is an entry of the operators' action log: an
-append-only chain in which each entry's hash covers the previous entry's, so that an
-entry changed or removed afterwards breaks the chain (ListAdminActions; `dast audit
---admin-log` checks it).
+Every call here but ListAdminActions, searches included, is an entry of the operators'
+action log: an append-only chain in which each entry's hash covers the previous entry's,
+so that an entry changed or removed afterwards breaks the chain (`dast audit --admin-log`
+checks it). A search's entry lists the player ids it found, not the text typed.
 
 Errors (google.rpc.ErrorInfo, domain "dast.dev"): PERMISSION_DENIED role_required for a
 token that is not an admin's; INVALID_ARGUMENT invalid_request for a malformed field (an
@@ -218,6 +218,36 @@ class LiftBanResponse(google.protobuf.message.Message):
 Global___LiftBanResponse: typing_extensions.TypeAlias = LiftBanResponse
 
 @typing.final
+class ErasePlayerRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: builtins.int
+    player_id: builtins.str
+    def __init__(
+        self,
+        *,
+        player_id: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["player_id", b"player_id"]) -> None: ...
+
+Global___ErasePlayerRequest: typing_extensions.TypeAlias = ErasePlayerRequest
+
+@typing.final
+class ErasePlayerResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    ACTION_SEQ_FIELD_NUMBER: builtins.int
+    action_seq: builtins.int
+    def __init__(
+        self,
+        *,
+        action_seq: builtins.int = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["action_seq", b"action_seq"]) -> None: ...
+
+Global___ErasePlayerResponse: typing_extensions.TypeAlias = ErasePlayerResponse
+
+@typing.final
 class AdminActionEntry(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
@@ -236,7 +266,7 @@ class AdminActionEntry(google.protobuf.message.Message):
     action: builtins.str
     """find_players, ban, lift_ban, erase"""
     subject: builtins.str
-    """a player id, or a search's query"""
+    """the player id (empty for a search: its detail lists whom it found)"""
     detail_json: builtins.str
     """the action's detail, canonical JSON"""
     prev_hash: builtins.bytes

@@ -49,6 +49,11 @@ class ModerationServiceStub:
                 request_serializer=dast_dot_v1_dot_moderation__pb2.LiftBanRequest.SerializeToString,
                 response_deserializer=dast_dot_v1_dot_moderation__pb2.LiftBanResponse.FromString,
                 _registered_method=True)
+        self.ErasePlayer = channel.unary_unary(
+                '/dast.v1.ModerationService/ErasePlayer',
+                request_serializer=dast_dot_v1_dot_moderation__pb2.ErasePlayerRequest.SerializeToString,
+                response_deserializer=dast_dot_v1_dot_moderation__pb2.ErasePlayerResponse.FromString,
+                _registered_method=True)
         self.ListAdminActions = channel.unary_unary(
                 '/dast.v1.ModerationService/ListAdminActions',
                 request_serializer=dast_dot_v1_dot_moderation__pb2.ListAdminActionsRequest.SerializeToString,
@@ -81,6 +86,13 @@ class ModerationServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ErasePlayer(self, request, context):
+        """Delete a player's account as AccountsService.DeleteAccount does (docs/accounts.md).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListAdminActions(self, request, context):
         """The action log, in order, from the entry after after_seq.
         """
@@ -105,6 +117,11 @@ def add_ModerationServiceServicer_to_server(servicer, server):
                     servicer.LiftBan,
                     request_deserializer=dast_dot_v1_dot_moderation__pb2.LiftBanRequest.FromString,
                     response_serializer=dast_dot_v1_dot_moderation__pb2.LiftBanResponse.SerializeToString,
+            ),
+            'ErasePlayer': grpc.unary_unary_rpc_method_handler(
+                    servicer.ErasePlayer,
+                    request_deserializer=dast_dot_v1_dot_moderation__pb2.ErasePlayerRequest.FromString,
+                    response_serializer=dast_dot_v1_dot_moderation__pb2.ErasePlayerResponse.SerializeToString,
             ),
             'ListAdminActions': grpc.unary_unary_rpc_method_handler(
                     servicer.ListAdminActions,
@@ -193,6 +210,33 @@ class ModerationService:
             '/dast.v1.ModerationService/LiftBan',
             dast_dot_v1_dot_moderation__pb2.LiftBanRequest.SerializeToString,
             dast_dot_v1_dot_moderation__pb2.LiftBanResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ErasePlayer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dast.v1.ModerationService/ErasePlayer',
+            dast_dot_v1_dot_moderation__pb2.ErasePlayerRequest.SerializeToString,
+            dast_dot_v1_dot_moderation__pb2.ErasePlayerResponse.FromString,
             options,
             channel_credentials,
             insecure,

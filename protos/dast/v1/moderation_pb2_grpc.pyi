@@ -10,10 +10,10 @@ lifted, and "ban_reason"), their open streams end with the same status, their se
 end, their seats at running tables go to bots as when a player leaves, and their entries
 in tournaments are withdrawn. Lifting a ban lets them sign in again.
 
-Every call here, searches included, is an entry of the operators' action log: an
-append-only chain in which each entry's hash covers the previous entry's, so that an
-entry changed or removed afterwards breaks the chain (ListAdminActions; `dast audit
---admin-log` checks it).
+Every call here but ListAdminActions, searches included, is an entry of the operators'
+action log: an append-only chain in which each entry's hash covers the previous entry's,
+so that an entry changed or removed afterwards breaks the chain (`dast audit --admin-log`
+checks it). A search's entry lists the player ids it found, not the text typed.
 
 Errors (google.rpc.ErrorInfo, domain "dast.dev"): PERMISSION_DENIED role_required for a
 token that is not an admin's; INVALID_ARGUMENT invalid_request for a malformed field (an
@@ -91,6 +91,22 @@ _ModerationServiceLiftBanType = typing_extensions.TypeVar(
     ],
 )
 
+_ModerationServiceErasePlayerType = typing_extensions.TypeVar(
+    '_ModerationServiceErasePlayerType',
+    grpc.UnaryUnaryMultiCallable[
+        dast.v1.moderation_pb2.ErasePlayerRequest,
+        dast.v1.moderation_pb2.ErasePlayerResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.moderation_pb2.ErasePlayerRequest,
+        dast.v1.moderation_pb2.ErasePlayerResponse,
+    ],
+    default=grpc.UnaryUnaryMultiCallable[
+        dast.v1.moderation_pb2.ErasePlayerRequest,
+        dast.v1.moderation_pb2.ErasePlayerResponse,
+    ],
+)
+
 _ModerationServiceListAdminActionsType = typing_extensions.TypeVar(
     '_ModerationServiceListAdminActionsType',
     grpc.UnaryUnaryMultiCallable[
@@ -107,7 +123,7 @@ _ModerationServiceListAdminActionsType = typing_extensions.TypeVar(
     ],
 )
 
-class ModerationServiceStub(typing.Generic[_ModerationServiceFindPlayersType, _ModerationServiceBanPlayerType, _ModerationServiceLiftBanType, _ModerationServiceListAdminActionsType]):
+class ModerationServiceStub(typing.Generic[_ModerationServiceFindPlayersType, _ModerationServiceBanPlayerType, _ModerationServiceLiftBanType, _ModerationServiceErasePlayerType, _ModerationServiceListAdminActionsType]):
     @typing.overload
     def __init__(self: ModerationServiceStub[
         grpc.UnaryUnaryMultiCallable[
@@ -121,6 +137,10 @@ class ModerationServiceStub(typing.Generic[_ModerationServiceFindPlayersType, _M
         grpc.UnaryUnaryMultiCallable[
             dast.v1.moderation_pb2.LiftBanRequest,
             dast.v1.moderation_pb2.LiftBanResponse,
+        ],
+        grpc.UnaryUnaryMultiCallable[
+            dast.v1.moderation_pb2.ErasePlayerRequest,
+            dast.v1.moderation_pb2.ErasePlayerResponse,
         ],
         grpc.UnaryUnaryMultiCallable[
             dast.v1.moderation_pb2.ListAdminActionsRequest,
@@ -143,6 +163,10 @@ class ModerationServiceStub(typing.Generic[_ModerationServiceFindPlayersType, _M
             dast.v1.moderation_pb2.LiftBanResponse,
         ],
         grpc.aio.UnaryUnaryMultiCallable[
+            dast.v1.moderation_pb2.ErasePlayerRequest,
+            dast.v1.moderation_pb2.ErasePlayerResponse,
+        ],
+        grpc.aio.UnaryUnaryMultiCallable[
             dast.v1.moderation_pb2.ListAdminActionsRequest,
             dast.v1.moderation_pb2.ListAdminActionsResponse,
         ],
@@ -159,6 +183,9 @@ class ModerationServiceStub(typing.Generic[_ModerationServiceFindPlayersType, _M
     LiftBan: _ModerationServiceLiftBanType
     """Lift a player's ban (lifted is false when they had none)."""
 
+    ErasePlayer: _ModerationServiceErasePlayerType
+    """Delete a player's account as AccountsService.DeleteAccount does (docs/accounts.md)."""
+
     ListAdminActions: _ModerationServiceListAdminActionsType
     """The action log, in order, from the entry after after_seq."""
 
@@ -174,6 +201,10 @@ ModerationServiceAsyncStub: typing_extensions.TypeAlias = ModerationServiceStub[
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.moderation_pb2.LiftBanRequest,
         dast.v1.moderation_pb2.LiftBanResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.moderation_pb2.ErasePlayerRequest,
+        dast.v1.moderation_pb2.ErasePlayerResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.moderation_pb2.ListAdminActionsRequest,
@@ -207,6 +238,14 @@ class ModerationServiceServicer(metaclass=abc.ABCMeta):
         context: _ServicerContext,
     ) -> typing.Union[dast.v1.moderation_pb2.LiftBanResponse, collections.abc.Awaitable[dast.v1.moderation_pb2.LiftBanResponse]]:
         """Lift a player's ban (lifted is false when they had none)."""
+
+    @abc.abstractmethod
+    def ErasePlayer(
+        self,
+        request: dast.v1.moderation_pb2.ErasePlayerRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[dast.v1.moderation_pb2.ErasePlayerResponse, collections.abc.Awaitable[dast.v1.moderation_pb2.ErasePlayerResponse]]:
+        """Delete a player's account as AccountsService.DeleteAccount does (docs/accounts.md)."""
 
     @abc.abstractmethod
     def ListAdminActions(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from typing import Any
 
 import grpc
@@ -284,9 +285,11 @@ async def test_every_action_is_in_a_chained_log_that_the_audit_checks() -> None:
         listed = await moderation.ListAdminActions(moderation_pb2.ListAdminActionsRequest(),
                                                    metadata=OPERATOR)
         assert [(e.seq, e.actor, e.action, e.subject) for e in listed.entries] == [
-            (1, "operator-1", "find_players", "Kian"),
+            (1, "operator-1", "find_players", ""),
             (2, "operator-1", "ban", player.player_id),
             (3, "operator-1", "lift_ban", player.player_id)]
+        # A search's entry says whom it found, not what was typed.
+        assert json.loads(listed.entries[0].detail_json) == {"found": [player.player_id]}
         assert await refused(moderation.ListAdminActions(
             moderation_pb2.ListAdminActionsRequest(), metadata=bearer("p-curious"))) == (
             grpc.StatusCode.PERMISSION_DENIED, "role_required")

@@ -38,7 +38,8 @@ def test_upgrade_from_a_clean_database_creates_the_tables(pg_url: str) -> None:
         HEAD,
         {"alembic_version", "games", "events", "commands", "accounts_players",
          "accounts_devices", "accounts_sessions", "accounts_refresh_tokens",
-         "accounts_identities", "accounts_bans", "accounts_admin_actions"},
+         "accounts_identities", "accounts_bans", "accounts_admin_actions",
+         "accounts_erasures"},
     )
 
 

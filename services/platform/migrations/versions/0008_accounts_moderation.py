@@ -1,5 +1,5 @@
-"""The accounts service's moderation tables: the players' standing bans and the operators'
-hash-chained action log.
+"""The accounts service's moderation tables: the players' standing bans, the operators'
+hash-chained action log, and the deleted accounts.
 
 Revision ID: 0008
 Revises: 0006
@@ -18,7 +18,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Create ``accounts_bans`` and ``accounts_admin_actions``."""
+    """Create ``accounts_bans``, ``accounts_admin_actions`` and ``accounts_erasures``."""
     op.create_table(
         "accounts_bans",
         sa.Column("player_id", sa.String(64), primary_key=True),
@@ -38,9 +38,15 @@ def upgrade() -> None:
         sa.Column("prev_hash", sa.LargeBinary(), nullable=False),
         sa.Column("hash", sa.LargeBinary(), nullable=False),
     )
+    op.create_table(
+        "accounts_erasures",
+        sa.Column("player_id", sa.String(64), primary_key=True),
+        sa.Column("erased_ms", sa.BigInteger(), nullable=False),
+    )
 
 
 def downgrade() -> None:
     """Drop the moderation tables."""
+    op.drop_table("accounts_erasures")
     op.drop_table("accounts_admin_actions")
     op.drop_table("accounts_bans")
