@@ -33,7 +33,7 @@ from engine.hand.errors import HandCode  # noqa: E402
 from engine.hokm.errors import HokmCode  # noqa: E402
 from engine.tournament.errors import TournamentCode  # noqa: E402
 from services.accounts.oidc import OidcReason  # noqa: E402
-from services.accounts.reasons import AccountsReason  # noqa: E402
+from services.accounts.reasons import AccountsReason, ModerationReason  # noqa: E402
 from services.lobby.reasons import LobbyReason  # noqa: E402
 from services.platform.errors import Reason, is_listed, wire_name  # noqa: E402
 from services.stats.service import StatsReason  # noqa: E402
@@ -144,6 +144,13 @@ GUIDANCE: dict[str, Guidance] = {
         "UNAUTHENTICATED", "the token's session was ended (signed out, signed out "
         "everywhere, or its refresh token reused); its open streams end with this too",
         "sign in again"),
+    Reason.PLAYER_BANNED: Guidance(
+        "PERMISSION_DENIED", "an operator banned this player (`metadata` `until_ms`, empty "
+        "when the ban lasts until lifted, and `ban_reason`); their open streams end with this "
+        "too", "show the reason and when the ban ends; do not retry before then"),
+    Reason.ACCOUNT_DELETED: Guidance(
+        "UNAUTHENTICATED", "the token's player deleted their account (or an operator erased "
+        "it)", "forget the account's tokens and device secret; a new sign-in is a new player"),
     # ---- services.lobby.reasons.LobbyReason (shared values are listed above) ----
     LobbyReason.TABLE_NOT_FOUND: Guidance("NOT_FOUND", "no table has that id or invite code",
                                           "refresh the table list"),
@@ -222,6 +229,10 @@ GUIDANCE: dict[str, Guidance] = {
     AccountsReason.LAST_WAY_IN: Guidance(
         "FAILED_PRECONDITION", "the identity is the player's last way in (no other identity, "
         "no device)", "link another identity first"),
+    # ---- services.accounts.reasons.ModerationReason ----
+    ModerationReason.UNKNOWN_PLAYER: Guidance(
+        "NOT_FOUND", "the accounts service knows no player with this id",
+        "search for the player (FindPlayers) and use the id it shows"),
     # ---- services.accounts.oidc.OidcReason ----
     OidcReason.ID_TOKEN_INVALID: Guidance(
         "UNAUTHENTICATED", "not a well-formed ID token with a good signature",
@@ -319,6 +330,8 @@ SOURCES: tuple[Source, ...] = (
     Source("Statistics: `services/stats/service.py` `StatsReason`", StatsReason, False),
     Source("Accounts: `services/accounts/reasons.py` `AccountsReason`", AccountsReason, False),
     Source("Sign-in with OpenID Connect: `services/accounts/oidc.py` `OidcReason`", OidcReason,
+           False),
+    Source("Moderation: `services/accounts/reasons.py` `ModerationReason`", ModerationReason,
            False),
 )
 

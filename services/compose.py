@@ -40,6 +40,7 @@ import grpc
 import structlog
 
 from services.platform.auth import Role, mint_token
+from services.platform.bans import Bans, InProcessBans, open_bans
 from services.platform.bus import Bus, InProcessBus, Published, cancel_and_wait, open_bus
 from services.platform.channels import service_channel
 from services.platform.clock import Clock, wall_clock_ms
@@ -67,6 +68,7 @@ from services.platform.token_keys import OPERATOR, TokenKeys, load_token_keys
 # is started): a bot replica does not load the lobby's, the stats' or the game service's
 # code, nor their stores' tables.
 if TYPE_CHECKING:
+    from services.accounts.moderation_store import ModerationStore
     from services.accounts.service import AccountsService
     from services.accounts.store import AccountsStore
     from services.bot.presence import Takeovers
@@ -198,6 +200,9 @@ class Composition:
     revocations: Revocations = field(default_factory=InProcessRevocations)
     """Where the accounts service publishes the sessions it ends and every server reads
     them (:func:`open_revocations`; pass the same to :func:`make_server`)."""
+    bans: Bans = field(default_factory=InProcessBans)
+    """Where the accounts service publishes the bans operators decide and every server reads
+    them (:func:`open_bans`; pass the same to :func:`make_server`)."""
     board: PresenceBoard = field(default_factory=InProcessPresenceBoard)
     """Where game replicas report their players' streams and the takeovers read them
     (callers open it on :attr:`clock`: :func:`open_presence_board`)."""
@@ -213,6 +218,8 @@ class Composition:
     stats: Stats | None = field(init=False, default=None)
     accounts_store: AccountsStore | None = None
     """The accounts service's tables, when this process runs it."""
+    moderation_store: ModerationStore | None = None
+    """Its moderation tables (bans, the operators' action log)."""
     accounts: AccountsService | None = field(init=False, default=None)
     reporter: PresenceReporter | None = field(init=False, default=None)
     takeovers: Takeovers | None = field(init=False, default=None)
@@ -281,7 +288,7 @@ class Composition:
             self.stats = mount_stats_service(server, self.stats_store, clock=self.clock)
             mounted.append(str(STATS_SERVICE_NAME))
         if self.accounts_store is not None:
-            from services.accounts.app import SERVICE_NAME as ACCOUNTS_SERVICE_NAME
+            from services.accounts.app import SERVICE_NAMES as ACCOUNTS_SERVICE_NAMES
             from services.accounts.app import mount_accounts_service
             from services.accounts.sessions import TokenPolicy
 
@@ -292,14 +299,26 @@ class Composition:
                                    self.options.refresh_token_days,
                                    access_seconds=self.options.access_token_seconds),
                 oidc_providers=self.options.oidc_providers, revocations=self.revocations,
+                moderation_store=self.moderation_store, bans=self.bans,
             )
-            mounted.append(str(ACCOUNTS_SERVICE_NAME))
+            mounted.extend(str(name) for name in ACCOUNTS_SERVICE_NAMES)
         return mounted
 
     async def start(self, game_target: str) -> None:
         """Run the background work, calling the game service at ``game_target``."""
         prefix = self.options.durable_prefix
         await self.revocations.start()
+        # Told of bans before the list's first snapshot arrives, so that a ban decided while
+        # this process was down still takes its player out of tables and tournaments.
+        if self.lobby is not None:
+            self.bans.listen(self.lobby.on_ban)
+        if self.tournament is not None:
+            self.bans.listen(self.tournament.on_ban)
+        if self.stats is not None:
+            self.bans.listen(self.stats.on_ban)
+        await self.bans.start()
+        if self.accounts is not None and self.accounts.moderation is not None:
+            self._spawn(self.accounts.moderation.run())
         presence_on = self.options.presence and (
             self.reporter is not None or ("bot" in self.names and self.options.bots)
             or self.tournament is not None)
@@ -360,6 +379,7 @@ class Composition:
             await self._channel.close()
         await self.board.close()
         await self.revocations.close()
+        await self.bans.close()
         if self.lobby is not None:
             await self.feed.close()
 
@@ -386,6 +406,7 @@ async def running_stack(
     ``deployment``: the deployment whose NATS streams, subjects and presence bucket it
     uses with NATS, as ``DAST_DEPLOYMENT`` does; ``clock``: the one clock of every service
     and of presence)."""
+    from services.accounts.moderation_store import ModerationStore
     from services.accounts.store import AccountsStore
     from services.lobby.store import LobbyStore
     from services.stats.store import StatsStore
@@ -393,6 +414,7 @@ async def running_stack(
 
     store = await asyncio.to_thread(open_store, store_url)
     accounts_store = await asyncio.to_thread(AccountsStore.open, store_url)
+    moderation_store = await asyncio.to_thread(ModerationStore.open, store_url)
     lobby_store = await asyncio.to_thread(LobbyStore.open, store_url)
     tournament_store = await asyncio.to_thread(TournamentStore.open, store_url)
     stats_store = await asyncio.to_thread(StatsStore.open, store_url)
@@ -404,14 +426,17 @@ async def running_stack(
     options = options or StackOptions()
     revocations = open_revocations(nats_url, bucket=names.revoked_bucket,
                                    access_minutes=options.revocation_minutes, clock=clock)
+    bans = open_bans(nats_url, bucket=names.banned_bucket, clock=clock)
     stack = Composition(list(KNOWN_SERVICES), tokens, bus, store, lobby_store, relay.notify,
                         options, metrics=metrics, clock=clock, revocations=revocations,
+                        bans=bans,
                         board=open_presence_board(nats_url, bucket=names.presence_bucket,
                                                   clock=clock),
                         tournament_store=tournament_store,
                         tournament_bus=_tournaments_bus_of(nats_url, names),
-                        stats_store=stats_store, accounts_store=accounts_store)
-    server = make_server(tokens.ring, limits=limits, revocations=revocations)
+                        stats_store=stats_store, accounts_store=accounts_store,
+                        moderation_store=moderation_store)
+    server = make_server(tokens.ring, limits=limits, revocations=revocations, bans=bans)
     await add_health_and_reflection(server, stack.mount(server))
     port = bind(server, listen)
     await server.start()
@@ -430,6 +455,7 @@ async def running_stack(
         await asyncio.to_thread(tournament_store.close)
         await asyncio.to_thread(stats_store.close)
         await asyncio.to_thread(accounts_store.close)
+        await asyncio.to_thread(moderation_store.close)
         await asyncio.to_thread(store.close)
 
 
@@ -516,7 +542,7 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
     store_url = settings.store_url()
     store = await asyncio.to_thread(open_store, store_url) if "game" in names else None
-    lobby_store = tournament_store = stats_store = accounts_store = None
+    lobby_store = tournament_store = stats_store = accounts_store = moderation_store = None
     tournament_bus: Bus = InProcessBus()
     if "lobby" in names:
         from services.lobby.store import LobbyStore
@@ -533,9 +559,11 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
 
         stats_store = await asyncio.to_thread(StatsStore.open, store_url)
     if "accounts" in names:
+        from services.accounts.moderation_store import ModerationStore
         from services.accounts.store import AccountsStore
 
         accounts_store = await asyncio.to_thread(AccountsStore.open, store_url)
+        moderation_store = await asyncio.to_thread(ModerationStore.open, store_url)
     # SQLite has one writer: one store thread avoids threads queueing on its lock; a
     # PostgreSQL pool serves many connections at once.
     workers = 16 if settings.database_url and "postgresql" in settings.database_url else 2
@@ -581,11 +609,14 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
                              subject_prefix=nats_names.tables_prefix),
         tournament_store=tournament_store, tournament_bus=tournament_bus,
         stats_store=stats_store, accounts_store=accounts_store,
+        moderation_store=moderation_store,
         revocations=open_revocations(settings.nats_url, bucket=nats_names.revoked_bucket,
                                      access_minutes=options.revocation_minutes, clock=clock),
+        bans=open_bans(settings.nats_url, bucket=nats_names.banned_bucket, clock=clock),
     )
     server = make_server(tokens.ring, max_message_bytes=settings.max_message_bytes,
-                         limits=settings.caller_limits(), revocations=composition.revocations)
+                         limits=settings.caller_limits(), revocations=composition.revocations,
+                         bans=composition.bans)
     await add_health_and_reflection(server, composition.mount(server))
     port = bind(server, settings.listen)
     await server.start()
@@ -621,6 +652,8 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
             await asyncio.to_thread(stats_store.close)
         if accounts_store is not None:
             await asyncio.to_thread(accounts_store.close)
+        if moderation_store is not None:
+            await asyncio.to_thread(moderation_store.close)
         if store is not None:
             await asyncio.to_thread(store.close)
 

@@ -33,3 +33,10 @@ class AccountsReason(StrEnum):
     """The player has no such identity linked."""
     LAST_WAY_IN = "last_way_in"
     """Unlinking would leave the player no way in: no other identity and no device."""
+
+
+class ModerationReason(StrEnum):
+    """Why the moderation service refused an operator's call (besides the platform's)."""
+
+    UNKNOWN_PLAYER = "unknown_player"
+    """The accounts service knows no player with this id."""

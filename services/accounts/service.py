@@ -32,6 +32,7 @@ import grpc
 import structlog
 
 from dast.v1 import accounts_pb2, accounts_pb2_grpc
+from services.accounts.moderation import Moderation
 from services.accounts.oidc import IdTokenVerifier, VerifiedIdentity
 from services.accounts.oidc_providers import OidcProvider
 from services.accounts.reasons import AccountsReason
@@ -54,6 +55,7 @@ from services.accounts.store import (
 from services.platform.auth import (
     GUEST_ID_PREFIX,
     AuthError,
+    Role,
     bearer_of,
     current_identity,
     verify_token,
@@ -135,6 +137,8 @@ class AccountsService(accounts_pb2_grpc.AccountsServiceServicer):
         self.sessions = sessions
         self.store = sessions.store
         self.verifier = IdTokenVerifier(providers)
+        self.moderation: Moderation | None = None
+        """The moderation service mounted beside it (its bans refuse sign-ins)."""
 
     async def SignInGuest(
         self, request: accounts_pb2.AccountsServiceSignInGuestRequest,
@@ -211,6 +215,22 @@ class AccountsService(accounts_pb2_grpc.AccountsServiceServicer):
     ) -> accounts_pb2.SignOutEverywhereResponse:
         ended = await self.sessions.end_all(current_identity().player_id)
         return accounts_pb2.SignOutEverywhereResponse(sessions_ended=len(ended))
+
+    async def DeleteAccount(
+        self, request: accounts_pb2.DeleteAccountRequest, context: grpc.aio.ServicerContext
+    ) -> accounts_pb2.DeleteAccountResponse:
+        caller = current_identity()
+        if caller.role is not Role.PLAYER:
+            raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, Reason.ROLE_REQUIRED,
+                               "only a player deletes their own account (operators: "
+                               "ModerationService.ErasePlayer)")
+        if request.confirm_player_id != caller.player_id:
+            raise _invalid_field("confirm_player_id", "must be the caller's own player id, "
+                                 "typed again to confirm the deletion")
+        if self.moderation is None:
+            raise RuntimeError("the accounts service runs without its moderation")
+        await self.moderation.erase(caller.player_id, actor=None)
+        return accounts_pb2.DeleteAccountResponse()
 
     async def SignInWithIdToken(
         self, request: accounts_pb2.SignInWithIdTokenRequest,

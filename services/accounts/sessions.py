@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -74,6 +75,9 @@ class Sessions:
         """What tokens presented to the service are checked against."""
         self.policy = policy or TokenPolicy()
         self.clock = clock
+        self.admit: Callable[[str], Awaitable[None]] | None = None
+        """Raises for a player who may not get tokens now (a banned one: the moderation's
+        :meth:`~services.accounts.moderation.Moderation.admit`); None: everyone may."""
 
     def mint_access(self, player_id: str, session_id: str, now_ms: int) -> str:
         """The access token of ``player_id`` in ``session_id``, issued at ``now_ms``."""
@@ -92,7 +96,12 @@ class Sessions:
         )
 
     async def open(self, player_id: str) -> accounts_pb2.SessionTokens:
-        """A new session of ``player_id`` and its first tokens."""
+        """A new session of ``player_id`` and its first tokens.
+
+        :raises services.platform.errors.ServiceError: from :attr:`admit`.
+        """
+        if self.admit is not None:
+            await self.admit(player_id)
         now = self.clock()
         refresh_token = new_secret()
         session = await asyncio.to_thread(
@@ -117,6 +126,8 @@ class Sessions:
             if refused.ended_session is not None:
                 await self._revoke([refused.ended_session])
             raise
+        if self.admit is not None:
+            await self.admit(session.player_id)
         return session.player_id, self._tokens(session, following, now)
 
     async def end(self, session_id: str, player_id: str) -> bool:

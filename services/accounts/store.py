@@ -216,6 +216,18 @@ class Identity:
 
 
 @dataclass(frozen=True, slots=True)
+class FoundPlayer:
+    """A player an operator's search found."""
+
+    player_id: str
+    display_name: str
+    created_ms: int
+    providers: tuple[str, ...]
+    """The providers of their linked identities."""
+    devices: int
+
+
+@dataclass(frozen=True, slots=True)
 class NewSession:
     """An opened session and its first refresh token's digest."""
 
@@ -474,6 +486,59 @@ class AccountsStore(SqlTables):
                 select(func.count()).select_from(DEVICES)
                 .where(DEVICES.c.player_id == player_id)).scalar_one()
         return [_identity_of(row) for row in rows], int(devices)
+
+    # ---- operators ----
+
+    def find_players(self, query: str, limit: int) -> list[FoundPlayer]:
+        """Players whose id is ``query``, then those whose display name holds it (any case),
+        newest first; at most ``limit``."""
+        pattern = "%" + query.lower().replace("\\", "\\\\").replace("%", "\\%").replace(
+            "_", "\\_") + "%"
+        with self._reading() as connection:
+            rows = list(connection.execute(
+                select(PLAYERS).where(PLAYERS.c.player_id == query)).all())
+            rows += connection.execute(
+                select(PLAYERS).where(func.lower(PLAYERS.c.display_name).like(pattern,
+                                                                            escape="\\"),
+                                      PLAYERS.c.player_id != query)
+                .order_by(PLAYERS.c.created_ms.desc(), PLAYERS.c.player_id)
+                .limit(limit)).all()
+            rows = rows[:limit]
+            ids = [row.player_id for row in rows]
+            providers: dict[str, list[str]] = {}
+            for row in connection.execute(
+                    select(IDENTITIES.c.player_id, IDENTITIES.c.provider)
+                    .where(IDENTITIES.c.player_id.in_(ids))
+                    .order_by(IDENTITIES.c.provider)).all():
+                providers.setdefault(row.player_id, []).append(row.provider)
+            devices: dict[str, int] = {
+                row[0]: int(row[1]) for row in connection.execute(
+                    select(DEVICES.c.player_id, func.count())
+                    .where(DEVICES.c.player_id.in_(ids)).group_by(DEVICES.c.player_id)).all()}
+        return [FoundPlayer(row.player_id, row.display_name, row.created_ms,
+                            tuple(providers.get(row.player_id, ())),
+                            int(devices.get(row.player_id, 0))) for row in rows]
+
+    def erase_player(self, player_id: str) -> bool:
+        """Delete everything this store holds of ``player_id``: their row (and name), devices,
+        identities, sessions and refresh tokens; whether they were here. Doing it again
+        changes nothing."""
+        with self._transaction() as connection:
+            sessions = select(SESSIONS.c.session_id).where(SESSIONS.c.player_id == player_id)
+            connection.execute(delete(REFRESH_TOKENS)
+                               .where(REFRESH_TOKENS.c.session_id.in_(sessions)))
+            connection.execute(delete(SESSIONS).where(SESSIONS.c.player_id == player_id))
+            connection.execute(delete(IDENTITIES).where(IDENTITIES.c.player_id == player_id))
+            connection.execute(delete(DEVICES).where(DEVICES.c.player_id == player_id))
+            return bool(connection.execute(
+                delete(PLAYERS).where(PLAYERS.c.player_id == player_id)).rowcount)
+
+    def has_player(self, player_id: str) -> bool:
+        """Whether ``player_id`` is a player of this store."""
+        with self._reading() as connection:
+            return connection.execute(
+                select(PLAYERS.c.player_id).where(PLAYERS.c.player_id == player_id)
+            ).first() is not None
 
     def _identity(self, provider: str, subject: str) -> Identity | None:
         with self._reading() as connection:

@@ -8,6 +8,9 @@
   about itself is worth less than a check of your own: ``dast export`` and ``dast verify``
   do that.
 
+``dast audit --admin-log`` checks the operators' action log instead
+(:mod:`services.cli.audit_admin`).
+
 Either way the result is one table of the checks and one of the findings: the check, the
 event's seq, what failed in plain words, what was expected there and what the log holds.
 Exit codes as ``dast verify``: 0 every check passed; 1 a check failed; 2 an input could not
@@ -30,6 +33,7 @@ from rich.table import Table
 from dast.v1 import audit_pb2, audit_pb2_grpc
 from engine.core.logformat import Receipt
 from engine.core.verification import CHECK_OF_MESSAGE, OUTCOME_OF_MESSAGE, Outcome, report_message
+from services.cli.audit_admin import audit_admin_log
 from services.cli.verify import (
     FAILED,
     UNREADABLE,
@@ -106,7 +110,8 @@ def _receipt_messages(receipts: list[Receipt]) -> list[audit_pb2.SeatReceipt]:
 
 def audit(
     target: Annotated[str, typer.Argument(
-        help="An exported log file (JSON Lines), or the id of a game the server stores.")],
+        help="An exported log file (JSON Lines), or the id of a game the server stores.")
+    ] = "",
     public_key: PublicKeyOption = None,
     receipts: ReceiptsOption = None,
     unsealed: UnsealedOption = False,
@@ -115,11 +120,27 @@ def audit(
     ] = "",
     server: Annotated[str, typer.Option(help="GAME_ID: host:port of the dast server.")
                       ] = "127.0.0.1:50051",
+    admin_log: Annotated[bool, typer.Option(
+        "--admin-log", help="Check the operators' action log instead (an admin --token).")
+    ] = False,
+    since: Annotated[str, typer.Option(
+        help="--admin-log: the head SEQ:HASH an earlier check printed, to start from.")
+    ] = "",
 ) -> None:
     """Audit a finished game, stored on the server or exported to a file: the hash chain,
     the seed commitment, every deal and move, the seal and any seat's receipts, saying in
-    plain words what failed and where."""
+    plain words what failed and where. With --admin-log, check the chain of the operators'
+    action log."""
     console = Console(soft_wrap=True)
+    if admin_log:
+        if not token:
+            console.print("[red]the action log needs an admin token[/red] (--token or "
+                          "DAST_TOKEN)")
+            raise typer.Exit(UNREADABLE)
+        code = audit_admin_log(server, token, since, console)
+        if code:
+            raise typer.Exit(code)
+        return
     path = Path(target).expanduser()
     if path.is_file():
         verification = verify_file(path, console, public_key=public_key,

@@ -33,7 +33,9 @@ from services.lobby.changes import Tables
 from services.lobby.feed import FeedPublisher
 from services.lobby.service import GameStarter, GrpcGameStarter, LobbyService
 from services.lobby.store import LobbyStore, TableNotFound
+from services.lobby.tables import LobbyError
 from services.platform.auth import TokenSigner
+from services.platform.bans import Ban
 from services.platform.bus import Bus, Published, cancel_and_wait
 from services.platform.clock import Clock, wall_clock_ms
 from services.platform.table_feed import TableFeed
@@ -73,6 +75,38 @@ class Lobby:
     service: LobbyService
     tables: Tables
     _starter: _LateStarter = field(repr=False)
+    _removals: set[asyncio.Task[int]] = field(default_factory=set, repr=False)
+
+    def on_ban(self, player_id: str, ban: Ban | None) -> None:
+        """A :data:`~services.platform.bans.BanListener`: take a banned player out of every
+        table of theirs (:meth:`remove_player`), in the background."""
+        if ban is None:
+            return
+        task = asyncio.get_running_loop().create_task(self.remove_player(player_id),
+                                                      name=f"lobby-ban:{player_id}")
+        self._removals.add(task)
+        task.add_done_callback(self._removals.discard)
+
+    async def remove_player(self, player_id: str) -> int:
+        """Stand ``player_id`` up from every waiting or playing table they sit at, as when
+        they leave (a bot takes their seat in a running match); how many tables. Every
+        replica told of a ban does this; a second time changes nothing."""
+        removed = 0
+        for table in await asyncio.to_thread(self.tables.store.unfinished):
+            seat = tables.seat_of(table, player_id)
+            if seat is None or table.seats[seat].left:
+                continue
+            try:
+                await self.service.leave_table(table.table_id, player_id)
+            except (LobbyError, TableNotFound):
+                continue  # stood up meanwhile, or the table went
+            except Exception:
+                _log.exception("banned_player_not_removed", table_id=table.table_id)
+                continue
+            removed += 1
+        if removed:
+            _log.info("banned_player_removed", player_id=player_id, tables=removed)
+        return removed
 
     def connect_games(self, target: str) -> None:
         """Create matches through the game service at ``target`` (host:port)."""

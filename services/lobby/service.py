@@ -263,11 +263,18 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
         self, request: lobby_pb2.LeaveTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_pb2.LeaveTableResponse:
         player = current_identity().player_id
-        table = await self.tables.apply(
-            request.table_id, lambda table: tables.leave(table, player)
-        )
-        await self._record_seat_control(table, player, log_pb2.SEAT_CONTROL_REASON_LEFT)
+        table = await self.leave_table(request.table_id, player)
         return lobby_pb2.LeaveTableResponse(table=tables.for_viewer(table, player))
+
+    async def leave_table(self, table_id: str, player: str) -> lobby_pb2.Table:
+        """``player`` stands up from ``table_id`` (a bot takes their seat in a running
+        match, recorded in its log); the table after.
+
+        :raises LobbyError: if the player is not seated there.
+        """
+        table = await self.tables.apply(table_id, lambda table: tables.leave(table, player))
+        await self._record_seat_control(table, player, log_pb2.SEAT_CONTROL_REASON_LEFT)
+        return table
 
     async def _record_seat_control(self, table: lobby_pb2.Table, player: str,
                                    reason: int) -> None:

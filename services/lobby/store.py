@@ -267,6 +267,14 @@ class LobbyStore(SqlTables):
             rows = db.execute(query.order_by(TABLES.c.table_id).limit(limit)).all()
         return [_table(row.body) for row in rows]
 
+    def unfinished(self) -> list[lobby_pb2.Table]:
+        """Every table waiting or playing, private ones too (a banned player is taken out of
+        each of theirs: rare enough to read them all)."""
+        query = select(TABLES.c.body).where(TABLES.c.status.in_(
+            [lobby_pb2.TABLE_STATUS_WAITING, lobby_pb2.TABLE_STATUS_PLAYING]))
+        with self._lock, self._engine.connect() as db:
+            return [_table(row.body) for row in db.execute(query).all()]
+
     def playing(self) -> list[lobby_pb2.Table]:
         """Every table whose match is on."""
         query = select(TABLES.c.body).where(TABLES.c.status == lobby_pb2.TABLE_STATUS_PLAYING)

@@ -40,6 +40,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from services.platform.errors import Reason, rich_status
 
 if TYPE_CHECKING:
+    from services.platform.bans import Bans
     from services.platform.revocations import Revocations
 
 _ALGORITHM: Final = "EdDSA"
@@ -92,10 +93,13 @@ class AuthError(Exception):
     :param reason: the stable ``ErrorInfo`` reason of the UNAUTHENTICATED answer.
     """
 
-    def __init__(self, message: str, reason: Reason = Reason.TOKEN_INVALID) -> None:
+    def __init__(self, message: str, reason: Reason = Reason.TOKEN_INVALID, *,
+                 status: grpc.Status | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.reason = reason
+        self.status = status
+        """The whole answer, when it is not UNAUTHENTICATED ``reason`` (a banned player's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,7 +303,8 @@ def current_identity() -> Identity:
 def denied(handler: grpc.RpcMethodHandler, error: AuthError) -> grpc.RpcMethodHandler:
     """``handler`` with its behaviour replaced by an UNAUTHENTICATED abort carrying
     ``ErrorInfo(reason=error.reason)`` (the request, parsed or not, is never looked at)."""
-    status = rich_status(grpc.StatusCode.UNAUTHENTICATED, error.reason, error.message)
+    status = error.status or rich_status(grpc.StatusCode.UNAUTHENTICATED, error.reason,
+                                         error.message)
 
     async def deny(request: Any, context: grpc.aio.ServicerContext) -> Any:
         await context.abort_with_status(status)
@@ -378,9 +383,10 @@ class TokenCheck:
     :func:`with_identity`, or :func:`denied`)."""
 
     def __init__(self, keys: TokenKeyRing, *, tokens: TokenCache | None = None,
-                 revocations: Revocations | None = None) -> None:
+                 revocations: Revocations | None = None, bans: Bans | None = None) -> None:
         self._tokens = tokens or TokenCache(keys)
         self._revocations = revocations
+        self._bans = bans
 
     def identify(self, details: grpc.HandlerCallDetails) -> Identity | None:
         """The caller of this call; None for the open methods (health, reflection, sign-in).
@@ -394,6 +400,12 @@ class TokenCheck:
             raise AuthError("missing bearer token in 'authorization' metadata",
                             Reason.UNAUTHENTICATED)
         identity = self._tokens.identity(token)
+        # A ban first: it ends the player's sessions too, and says more (why, until when).
+        if identity.role is Role.PLAYER and self._bans is not None:
+            ban = self._bans.ban_of(identity.player_id)
+            if ban is not None:
+                raise AuthError("this player is banned", Reason.PLAYER_BANNED,
+                                status=ban.status())
         if (identity.session_id is not None and self._revocations is not None
                 and self._revocations.is_revoked(identity.session_id)):
             raise AuthError("this token's session was signed out (or ended): sign in again",

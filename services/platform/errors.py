@@ -97,6 +97,11 @@ class Reason(StrEnum):
     SESSION_REVOKED = "session_revoked"
     """The token's session was ended (signed out, or its refresh token reused): its access
     tokens stop working on every server before they expire."""
+    PLAYER_BANNED = "player_banned"
+    """An operator banned the player (:mod:`services.platform.bans`): every call of theirs is
+    refused until the ban ends or is lifted."""
+    ACCOUNT_DELETED = "account_deleted"
+    """The token's player deleted their account (or an operator erased it)."""
 
 
 class ServiceError(Exception):

@@ -122,7 +122,13 @@ class NatsNames:
         return f"{self._upper}_REVOKED"
 
     @property
+    def banned_bucket(self) -> str:
+        """The key-value bucket of banned players (:mod:`services.platform.bans`)."""
+        return f"{self._upper}_BANNED"
+
+    @property
     def streams(self) -> tuple[str, ...]:
         """Every stream of the deployment (a bucket's is ``KV_<bucket>``)."""
         return (self.events_stream, self.tables_stream, self.tournaments_stream,
-                f"KV_{self.presence_bucket}", f"KV_{self.revoked_bucket}")
+                f"KV_{self.presence_bucket}", f"KV_{self.revoked_bucket}",
+                f"KV_{self.banned_bucket}")

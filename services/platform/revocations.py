@@ -25,23 +25,17 @@ second while that process runs; the session is refused on that process at once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import re
 from collections.abc import Callable, Iterable
 from typing import Final, Protocol
 
-import nats
-import nats.errors
-import nats.js.errors
-from nats.aio.client import Client
-from nats.js.api import StorageType
-from nats.js.kv import KeyValue
+import grpc
 
 from services.platform.clock import wall_clock_ms
-from services.platform.config import masked_url
-from services.platform.presence_kv import connect_nats, open_bucket
+from services.platform.errors import Reason, rich_status
+from services.platform.kv_mirror import MirroredBucket
 
 _log = logging.getLogger(__name__)
 
@@ -139,38 +133,16 @@ class InProcessRevocations(_Mirror):
         """See :class:`Revocations`."""
 
 
-class NatsRevocations(_Mirror):
-    """:class:`Revocations` over a JetStream key-value bucket (see the module docstring).
-
-    It connects in the background (NATS may be down when the process starts, or go away
-    later); the watcher starts again from a fresh snapshot after an error and whenever it
-    has been silent for ``resync_ms``, so a watch that died quietly is replaced and what
-    was missed meanwhile arrives.
-    """
+class NatsRevocations(MirroredBucket, _Mirror):
+    """:class:`Revocations` over a JetStream key-value bucket (see the module docstring and
+    :class:`~services.platform.kv_mirror.MirroredBucket`, which connects, watches and
+    publishes)."""
 
     def __init__(self, url: str, *, bucket: str, keep_ms: int, resync_ms: int = 30_000,
                  clock: Callable[[], int] = wall_clock_ms) -> None:
-        super().__init__(keep_ms, clock)
-        self.url = url
-        self.bucket = bucket
-        self.resync_ms = resync_ms
-        self._nc: Client | None = None
-        self._kv: KeyValue | None = None
-        self._pending: dict[str, int] = {}
-        self._wake = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
-        self._ready = asyncio.Event()
-
-    async def start(self, *, wait_seconds: float = 5.0) -> None:
-        """Start connecting, mirroring and publishing; wait up to ``wait_seconds`` for the
-        first snapshot (with NATS down it starts anyway, and catches up once it is back)."""
-        if not self._tasks:
-            self._tasks = [
-                asyncio.create_task(self._watch(), name=f"revocations:{self.bucket}"),
-                asyncio.create_task(self._publish(), name=f"revoking:{self.bucket}"),
-            ]
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._ready.wait(), wait_seconds)
+        MirroredBucket.__init__(self, url, bucket=bucket, ttl_seconds=keep_ms / 1000,
+                                resync_ms=resync_ms)
+        _Mirror.__init__(self, keep_ms, clock)
 
     async def revoke(self, session_ids: Iterable[str]) -> None:
         """See :class:`Revocations`: refused here at once, published in the background."""
@@ -180,91 +152,20 @@ class NatsRevocations(_Mirror):
                 _log.warning("not publishing the revocation of a malformed session id")
                 continue
             self._learn(session_id, until)
-            self._pending[session_id] = until
-        self._wake.set()
+            self._queue(session_id, json.dumps({"until": until}).encode())
 
-    async def _connected(self) -> KeyValue:
-        if self._kv is not None:
-            return self._kv
-        if self._nc is None:
-            self._nc = await connect_nats(self.url)
-        self._kv = await open_bucket(self._nc, self.bucket, ttl_seconds=self.keep_ms / 1000,
-                                     storage=StorageType.FILE)
-        return self._kv
-
-    async def _watch(self) -> None:
-        while True:
-            try:
-                await self._watch_once(await self._connected())
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                _log.warning("revocation bucket %s at %s: watching again", self.bucket,
-                             masked_url(self.url), exc_info=True)
-                await asyncio.sleep(1.0)
-
-    async def _watch_once(self, kv: KeyValue) -> None:
-        """Mirror the bucket from a snapshot until the watch fails or falls silent."""
-        watcher = await kv.watchall()
+    def _apply(self, key: str, value: bytes | None) -> None:
+        if value is None:
+            return  # a revocation is never taken back: it only expires
         try:
-            while True:
-                try:
-                    entry = await watcher.updates(  # type: ignore[no-untyped-call]
-                        timeout=self.resync_ms / 1000)
-                except nats.errors.TimeoutError:
-                    return  # silent too long: start again from a snapshot
-                if entry is None:  # the end of the snapshot
-                    self._ready.set()
-                    self._forget_expired()
-                    continue
-                if entry.operation in ("DEL", "PURGE") or not entry.value:
-                    continue  # a revocation is never taken back: it only expires
-                try:
-                    until = int(json.loads(entry.value)["until"])
-                except (ValueError, KeyError, TypeError):
-                    _log.warning("ignoring a malformed revocation %s", entry.key)
-                    continue
-                self._learn(entry.key, until)
-        finally:
-            with contextlib.suppress(Exception):
-                await watcher.stop()  # type: ignore[no-untyped-call]
+            until = int(json.loads(value)["until"])
+        except (ValueError, KeyError, TypeError):
+            _log.warning("ignoring a malformed revocation %s", key)
+            return
+        self._learn(key, until)
 
-    async def _publish(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._pending:
-                try:
-                    kv = await self._connected()
-                    for session_id, until in list(self._pending.items()):
-                        await kv.put(session_id, json.dumps({"until": until}).encode())
-                        if self._pending.get(session_id) == until:
-                            del self._pending[session_id]
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    _log.warning("revocation bucket %s at %s: publishing again in 1 s "
-                                 "(%d waiting)", self.bucket, masked_url(self.url),
-                                 len(self._pending), exc_info=True)
-                    await asyncio.sleep(1.0)
-
-    @property
-    def waiting(self) -> int:
-        """Revocations not yet published."""
-        return len(self._pending)
-
-    async def close(self) -> None:
-        """See :class:`Revocations`."""
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(BaseException):
-                await task
-        self._tasks = []
-        if self._nc is not None:
-            with contextlib.suppress(Exception):
-                await self._nc.close()
-        self._nc, self._kv = None, None
+    def _snapshot_done(self) -> None:
+        self._forget_expired()
 
 
 def open_revocations(nats_url: str | None, *, bucket: str, access_minutes: int,
@@ -278,50 +179,65 @@ def open_revocations(nats_url: str | None, *, bucket: str, access_minutes: int,
     return InProcessRevocations(keep_ms=keep_ms, clock=clock)
 
 
-class _OpenStream:
-    """One open server stream of a session: its task, and whether it is suspended at a
-    message it handed to gRPC (then it is not cancelled: it ends when it resumes)."""
+REVOKED_STATUS: Final = rich_status(
+    grpc.StatusCode.UNAUTHENTICATED, Reason.SESSION_REVOKED,
+    "this stream's session was signed out (or ended): sign in again")
+"""How a stream of a revoked session ends."""
 
-    __slots__ = ("at_yield", "revoked", "task")
+
+class OpenStream:
+    """One open server stream: its task, whether it is suspended at a message it handed to
+    gRPC (then it is not cancelled: it ends when it resumes), and the status it must end
+    with once ended."""
+
+    __slots__ = ("at_yield", "ended_with", "task")
 
     def __init__(self, task: asyncio.Task[object] | None) -> None:
         self.task = task
         self.at_yield = False
-        self.revoked = False
+        self.ended_with: grpc.Status | None = None
 
-    def end(self) -> None:
-        self.revoked = True
+    def end(self, status: grpc.Status) -> None:
+        if self.ended_with is None:
+            self.ended_with = status
         if not self.at_yield and self.task is not None:
             self.task.cancel()
 
 
 class SessionStreams:
-    """The server streams open in this process, by session id: :meth:`revoked` ends a
-    session's streams (each then answers UNAUTHENTICATED ``session_revoked``), wherever
-    they wait: a stream waiting for its next event is cancelled, one handing a message to
-    gRPC ends as soon as that is sent."""
+    """The server streams open in this process, each under the keys it may be ended by (its
+    session id, its player): :meth:`end` ends the streams of a key with a status (a
+    revoked session's with UNAUTHENTICATED ``session_revoked``, :meth:`revoked`; a banned
+    player's with their ban), wherever they wait: a stream waiting for its next event is
+    cancelled, one handing a message to gRPC ends as soon as that is sent."""
 
     def __init__(self) -> None:
-        self._open: dict[str, set[_OpenStream]] = {}
+        self._open: dict[str, set[OpenStream]] = {}
 
     def __len__(self) -> int:
-        return sum(len(streams) for streams in self._open.values())
+        return len({stream for streams in self._open.values() for stream in streams})
 
-    def enter(self, session_id: str) -> _OpenStream:
-        """Register the stream the current task serves for ``session_id``."""
-        stream = _OpenStream(asyncio.current_task())
-        self._open.setdefault(session_id, set()).add(stream)
+    def enter(self, keys: Iterable[str]) -> OpenStream:
+        """Register the stream the current task serves under each of ``keys``."""
+        stream = OpenStream(asyncio.current_task())
+        for key in keys:
+            self._open.setdefault(key, set()).add(stream)
         return stream
 
-    def leave(self, session_id: str, stream: _OpenStream) -> None:
+    def leave(self, keys: Iterable[str], stream: OpenStream) -> None:
         """The stream ended."""
-        streams = self._open.get(session_id)
-        if streams is not None:
-            streams.discard(stream)
-            if not streams:
-                del self._open[session_id]
+        for key in keys:
+            streams = self._open.get(key)
+            if streams is not None:
+                streams.discard(stream)
+                if not streams:
+                    del self._open[key]
+
+    def end(self, key: str, status: grpc.Status) -> None:
+        """End every open stream registered under ``key`` with ``status``."""
+        for stream in self._open.pop(key, set()):
+            stream.end(status)
 
     def revoked(self, session_id: str) -> None:
         """End every open stream of ``session_id`` (a :data:`Listener`)."""
-        for stream in self._open.pop(session_id, set()):
-            stream.end()
+        self.end(session_id, REVOKED_STATUS)

@@ -20,9 +20,11 @@ Every call then passes the stages of :class:`DastInterceptor`, in this order:
    correlation id (:func:`~services.platform.errors.abort_with`), never its text.
 
 With a revocation list (:mod:`services.platform.revocations`), authentication refuses the
-tokens of ended sessions (UNAUTHENTICATED ``session_revoked``), and every server stream of a
-session is registered in :class:`~services.platform.revocations.SessionStreams` while it is
-open, so that it ends with that status as soon as its session is revoked.
+tokens of ended sessions (UNAUTHENTICATED ``session_revoked``); with a ban list
+(:mod:`services.platform.bans`), the tokens of banned players (PERMISSION_DENIED
+``player_banned``). Every server stream of a session or a player is registered in
+:class:`~services.platform.revocations.SessionStreams` while it is open, so that it ends with
+that status as soon as its session is revoked or its player banned.
 """
 
 from __future__ import annotations
@@ -38,13 +40,15 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from services.platform.auth import (
     AuthError,
     Identity,
+    Role,
     TokenCheck,
     TokenKeyRing,
     WrappedHandlers,
     denied,
     with_identity,
 )
-from services.platform.errors import Reason, ServiceError, abort_with, rich_status
+from services.platform.bans import Ban, Bans
+from services.platform.errors import Reason, ServiceError, abort_with
 from services.platform.limits import CallerLimiter, CallerLimits
 from services.platform.reflection import enable_server_reflection
 from services.platform.revocations import Revocations, SessionStreams
@@ -248,40 +252,42 @@ def _limited_open(
     return handler._replace(unary_unary=unary)
 
 
-_REVOKED_STATUS: Final = rich_status(
-    grpc.StatusCode.UNAUTHENTICATED, Reason.SESSION_REVOKED,
-    "this stream's session was signed out (or ended): sign in again")
-
-
-def _ended_with_session(handler: grpc.RpcMethodHandler, session_id: str,
-                        streams: SessionStreams) -> grpc.RpcMethodHandler:
-    """``handler``'s server streams registered in ``streams`` under ``session_id`` while
-    open, ending with UNAUTHENTICATED ``session_revoked`` when the session is revoked."""
+def _ended_with(handler: grpc.RpcMethodHandler, keys: tuple[str, ...],
+                streams: SessionStreams) -> grpc.RpcMethodHandler:
+    """``handler``'s server streams registered in ``streams`` under ``keys`` (the caller's
+    session, the player) while open, ending with the status they are ended with (a revoked
+    session's, a ban's)."""
     behavior = handler.unary_stream
     if behavior is None:
         return handler
 
     async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-        entry = streams.enter(session_id)
+        entry = streams.enter(keys)
         try:
             async for response in behavior(request, context):
                 entry.at_yield = True
                 yield response
                 entry.at_yield = False
-                if entry.revoked:
+                if entry.ended_with is not None:
                     break
         except asyncio.CancelledError:
-            if not entry.revoked:
+            if entry.ended_with is None:
                 raise
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
         finally:
-            streams.leave(session_id, entry)
-        if entry.revoked:
-            await context.abort_with_status(_REVOKED_STATUS)
+            streams.leave(keys, entry)
+        if entry.ended_with is not None:
+            await context.abort_with_status(entry.ended_with)
 
     return handler._replace(unary_stream=stream)
+
+
+def player_streams_key(player_id: str) -> str:
+    """The key a player's streams are registered under in :class:`SessionStreams` (apart
+    from session ids, which never hold a colon)."""
+    return f"player:{player_id}"
 
 
 class DastInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
@@ -291,12 +297,16 @@ class DastInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
     def __init__(self, token_keys: TokenKeyRing, limits: CallerLimits | None = None, *,
                  limiter: CallerLimiter | None = None,
-                 revocations: Revocations | None = None) -> None:
-        self._auth = TokenCheck(token_keys, revocations=revocations)
+                 revocations: Revocations | None = None, bans: Bans | None = None) -> None:
+        self._auth = TokenCheck(token_keys, revocations=revocations, bans=bans)
         self.session_streams: SessionStreams | None = None
-        if revocations is not None:
+        self._end_player_streams = bans is not None
+        if revocations is not None or bans is not None:
             self.session_streams = SessionStreams()
-            revocations.listen(self.session_streams.revoked)
+        if revocations is not None:
+            revocations.listen(self.session_streams.revoked)  # type: ignore[union-attr]
+        if bans is not None:
+            bans.listen(self._banned)
         self.limiter = limiter or CallerLimiter(limits)
         self._guard = RequestGuard()
         self._admitted = WrappedHandlers()
@@ -323,10 +333,24 @@ class DastInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                         if method.startswith(_DAST_METHODS) else guarded)
         else:
             admitted = with_identity(_limited(guarded, method, identity, self.limiter), identity)
-            if identity.session_id is not None and self.session_streams is not None:
-                admitted = _ended_with_session(admitted, identity.session_id,
-                                               self.session_streams)
+            keys = self._stream_keys(identity)
+            if keys and self.session_streams is not None:
+                admitted = _ended_with(admitted, keys, self.session_streams)
         return self._admitted.put(guarded, identity, admitted)
+
+    def _stream_keys(self, identity: Identity) -> tuple[str, ...]:
+        """What may end a stream of ``identity``'s: its session's revocation, a player's ban."""
+        keys: tuple[str, ...] = ()
+        if identity.session_id is not None:
+            keys += (identity.session_id,)
+        if self._end_player_streams and identity.role is Role.PLAYER:
+            keys += (player_streams_key(identity.player_id),)
+        return keys
+
+    def _banned(self, player_id: str, ban: Ban | None) -> None:
+        """A :data:`~services.platform.bans.BanListener`: end the banned player's streams."""
+        if ban is not None and self.session_streams is not None:
+            self.session_streams.end(player_streams_key(player_id), ban.status())
 
 
 def make_server(
@@ -336,15 +360,16 @@ def make_server(
     limits: CallerLimits | None = None,
     limiter: CallerLimiter | None = None,
     revocations: Revocations | None = None,
+    bans: Bans | None = None,
     extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
 ) -> grpc.aio.Server:
     """An asyncio gRPC server with authentication (tokens verified with ``token_keys``,
-    those of the sessions ``revocations`` lists refused), limits (``limiter``, or one of
-    ``limits``, or of the defaults of :class:`CallerLimits`) and request checks, not yet
-    bound nor started."""
+    those of the sessions ``revocations`` lists and the players ``bans`` lists refused),
+    limits (``limiter``, or one of ``limits``, or of the defaults of :class:`CallerLimits`)
+    and request checks, not yet bound nor started."""
     return grpc.aio.server(
         interceptors=[DastInterceptor(token_keys, limits, limiter=limiter,
-                                      revocations=revocations),
+                                      revocations=revocations, bans=bans),
                       *extra_interceptors],
         options=server_options(max_message_bytes),
     )

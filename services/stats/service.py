@@ -172,7 +172,8 @@ class StatsService(stats_pb2_grpc.StatsServiceServicer):
             raise ServiceError(grpc.StatusCode.NOT_FOUND, StatsReason.PLAYER_NOT_FOUND,
                                "no figures for this player")
         reply = stats_pb2.GetPlayerStatsResponse(
-            player_id=subject, is_bot=any(row.is_bot for row, _ in figures))
+            player_id=subject, is_bot=any(row.is_bot for row, _ in figures),
+            deleted=bool(await self._read(lambda: self._store.deleted_among([subject]))))
         for row, counted in figures:
             stats = reply.stats.add(
                 game_type=row.game_type, variant=row.variant, matches_played=row.played,
@@ -217,7 +218,7 @@ class StatsService(stats_pb2_grpc.StatsServiceServicer):
             if len(rows) > size:
                 last = rows[size - 1]
                 reply.next_page_token = encode_token(query, [last.ordinal, last.subject, rank])
-            return reply
+            return await self._marked_deleted(reply)
         period = period_key(request.period, request.period_key, self._clock())
         reply.period_key = shown_period(period)
         query = _query_digest("period", game_type, variant, period)
@@ -238,6 +239,15 @@ class StatsService(stats_pb2_grpc.StatsServiceServicer):
             last = rows[size - 1]
             reply.next_page_token = encode_token(
                 query, [last.won, last.rating_change, last.subject, rank])
+        return await self._marked_deleted(reply)
+
+    async def _marked_deleted(self, reply: stats_pb2.GetLeaderboardResponse
+                              ) -> stats_pb2.GetLeaderboardResponse:
+        """``reply`` with the entries of deleted accounts marked so."""
+        deleted = await self._read(lambda: self._store.deleted_among(
+            [entry.player_id for entry in reply.entries if not entry.is_bot]))
+        for entry in reply.entries:
+            entry.deleted = entry.player_id in deleted
         return reply
 
     async def ListMatchHistory(self, request: stats_pb2.ListMatchHistoryRequest,

@@ -25,7 +25,7 @@ from the start (:func:`services.stats.projector.subject_of`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
@@ -154,12 +154,23 @@ class MetaRow(StatsModel, table=True):
     value: int = Field(sa_column=Column(BigInteger, nullable=False))
 
 
+class DeletedPlayerRow(StatsModel, table=True):
+    """A player whose account was deleted: their figures stay (the logs they come from are
+    signed), shown as a deleted player's."""
+
+    __tablename__ = "stats_deleted_players"
+
+    player_id: str = Field(sa_column=Column(String(SUBJECT_CHARS), primary_key=True))
+    deleted_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
 PROGRESS: Table = ProgressRow.__table__  # type: ignore[attr-defined]
 PLAYERS: Table = PlayerRow.__table__  # type: ignore[attr-defined]
 COUNTERS: Table = CounterRow.__table__  # type: ignore[attr-defined]
 PERIODS: Table = PeriodRow.__table__  # type: ignore[attr-defined]
 MATCHES: Table = MatchRow.__table__  # type: ignore[attr-defined]
 META: Table = MetaRow.__table__  # type: ignore[attr-defined]
+DELETED_PLAYERS: Table = DeletedPlayerRow.__table__  # type: ignore[attr-defined]
 RATED_MATCHES = "rated_matches"
 Result = TypeVar("Result")
 
@@ -395,6 +406,22 @@ class StatsStore(SqlTables):
         with self._reading() as db:
             return [row.game_id for row in db.execute(
                 select(PROGRESS.c.game_id).where(PROGRESS.c.over.is_(False)))]
+
+    def forget(self, player_id: str, now_ms: int) -> None:
+        """Mark ``player_id`` deleted (again: nothing changes)."""
+        with self._transaction() as db:
+            db.execute(self._insert(DELETED_PLAYERS).values(player_id=player_id,
+                                                            deleted_ms=now_ms)
+                       .on_conflict_do_nothing())
+
+    def deleted_among(self, subjects: Iterable[str]) -> set[str]:
+        """Those of ``subjects`` whose accounts were deleted."""
+        wanted = list(subjects)
+        if not wanted:
+            return set()
+        with self._reading() as db:
+            return set(db.execute(select(DELETED_PLAYERS.c.player_id)
+                                  .where(DELETED_PLAYERS.c.player_id.in_(wanted))).scalars())
 
     def player_figures(self, subject: str, game_type: int = 0,
                        variant: str = "") -> list[tuple[Any, dict[str, int]]]:

@@ -22,9 +22,12 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import grpc
+import structlog
 
 from dast.v1 import tournament_pb2, tournament_pb2_grpc
+from engine import tournament as engine
 from services.platform.auth import TokenSigner
+from services.platform.bans import Ban
 from services.platform.bus import Bus, InProcessBus, cancel_and_wait, open_bus
 from services.platform.clock import Clock, wall_clock_ms
 from services.platform.config import Settings
@@ -43,6 +46,7 @@ SERVICE_NAME: Final = tournament_pb2.DESCRIPTOR.services_by_name["TournamentServ
 EVENT_TYPE_URL: Final = "type.googleapis.com/dast.v1.TournamentEvent.json"
 """What ``Any.type_url`` the tournaments' events carry on the bus: the engine's canonical
 JSON bytes of :class:`engine.tournament.Event` (no protobuf message of their own)."""
+_log = structlog.get_logger(component="tournament")
 
 
 def tournaments_bus(settings: Settings) -> Bus:
@@ -70,6 +74,7 @@ class TournamentApp:
     conductor: Conductor | None = field(init=False, default=None)
     _games: GrpcTournamentGames | None = field(init=False, default=None)
     _tasks: list[asyncio.Task[None]] = field(init=False, default_factory=list)
+    _withdrawals: set[asyncio.Task[int]] = field(init=False, default_factory=set)
 
     @classmethod
     def build(cls, store: TournamentStore, bus: Bus, *, signer: TokenSigner,
@@ -105,6 +110,44 @@ class TournamentApp:
             asyncio.create_task(self.conductor.run(games_bus, durable=durable),
                                 name="tournament-conductor"),
         ]
+
+    def on_ban(self, player_id: str, ban: Ban | None) -> None:
+        """A :data:`~services.platform.bans.BanListener`: withdraw a banned player from every
+        tournament of theirs (:meth:`withdraw_player`), in the background."""
+        if ban is None:
+            return
+        task = asyncio.get_running_loop().create_task(self.withdraw_player(player_id),
+                                                      name=f"tournament-ban:{player_id}")
+        self._withdrawals.add(task)
+        task.add_done_callback(self._withdrawals.discard)
+
+    async def withdraw_player(self, player_id: str) -> int:
+        """Withdraw the entries of ``player_id`` (alone or in a pair) from every tournament
+        registering or running, as if they had unregistered: taken out before the start,
+        paired no more after it; how many. Every replica told of a ban does this; a second
+        time changes nothing."""
+        store = self.tournaments.store
+        heads = [head for status in (tournament_pb2.TOURNAMENT_STATUS_REGISTERING,
+                                     tournament_pb2.TOURNAMENT_STATUS_RUNNING)
+                 for head in await asyncio.to_thread(store.heads_in, status)]
+        withdrawn = 0
+
+        def entry_of(state: engine.TournamentState) -> engine.Command | None:
+            for entrant in state.entrants.values():
+                if player_id in entrant.members and entrant.entrant_id not in state.withdrawn:
+                    return engine.Withdraw(entrant.entrant_id, at_ms=self.tournaments.clock())
+            return None
+
+        for head in heads:
+            try:
+                _, events = await self.tournaments.step(head.tournament_id, entry_of)
+            except Exception:
+                _log.exception("banned_player_not_withdrawn", tournament_id=head.tournament_id)
+                continue
+            withdrawn += bool(events)
+        if withdrawn:
+            _log.info("banned_player_withdrawn", player_id=player_id, tournaments=withdrawn)
+        return withdrawn
 
     async def stop(self) -> None:
         """Cancel the background work and close the channel to the game service."""

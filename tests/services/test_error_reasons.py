@@ -51,6 +51,8 @@ from dast.v1 import (
     lobby_pb2,
     lobby_pb2_grpc,
     log_pb2,
+    moderation_pb2,
+    moderation_pb2_grpc,
     stats_pb2,
     stats_pb2_grpc,
     tournament_pb2,
@@ -663,6 +665,40 @@ async def _session_revoked(api: Api) -> object:
     await _accounts(api).SignOut(accounts_pb2.SignOutRequest(), metadata=bearer)
     return await _accounts(api).ListIdentities(accounts_pb2.ListIdentitiesRequest(),
                                                metadata=bearer)
+
+
+def _moderation(api: Api) -> moderation_pb2_grpc.ModerationServiceStub:
+    return moderation_pb2_grpc.ModerationServiceStub(api.channel)
+
+
+_OPERATOR: Final = (("authorization", f"Bearer {token('reasons-operator', Role.ADMIN)}"),)
+
+
+@trigger("player_banned")
+async def _player_banned(api: Api) -> object:
+    signed_in = await _accounts(api).SignInGuest(
+        accounts_pb2.AccountsServiceSignInGuestRequest(device_id="reasons-device-8"))
+    await _moderation(api).BanPlayer(moderation_pb2.BanPlayerRequest(
+        player_id=signed_in.player_id, reason="reasons test"), metadata=_OPERATOR)
+    return await _accounts(api).SignInGuest(accounts_pb2.AccountsServiceSignInGuestRequest(
+        device_id="reasons-device-8", device_secret=signed_in.device_secret))
+
+
+@trigger("account_deleted")
+async def _account_deleted(api: Api) -> object:
+    signed_in = await _accounts(api).SignInGuest(
+        accounts_pb2.AccountsServiceSignInGuestRequest(device_id="reasons-device-9"))
+    bearer = (("authorization", f"Bearer {signed_in.tokens.access_token}"),)
+    await _accounts(api).DeleteAccount(accounts_pb2.DeleteAccountRequest(
+        confirm_player_id=signed_in.player_id), metadata=bearer)
+    return await _accounts(api).ListIdentities(accounts_pb2.ListIdentitiesRequest(),
+                                               metadata=bearer)
+
+
+@trigger("unknown_player")
+async def _unknown_player(api: Api) -> object:
+    return await _moderation(api).LiftBan(moderation_pb2.LiftBanRequest(
+        player_id="g-0000000000000000"), metadata=_OPERATOR)
 
 
 @trigger("no_session")

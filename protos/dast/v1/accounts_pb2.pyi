@@ -415,3 +415,29 @@ class ListIdentitiesResponse(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["devices", b"devices", "identities", b"identities"]) -> None: ...
 
 Global___ListIdentitiesResponse: typing_extensions.TypeAlias = ListIdentitiesResponse
+
+@typing.final
+class DeleteAccountRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    CONFIRM_PLAYER_ID_FIELD_NUMBER: builtins.int
+    confirm_player_id: builtins.str
+    """The caller's own player id, typed again: a call without it deletes nothing."""
+    def __init__(
+        self,
+        *,
+        confirm_player_id: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["confirm_player_id", b"confirm_player_id"]) -> None: ...
+
+Global___DeleteAccountRequest: typing_extensions.TypeAlias = DeleteAccountRequest
+
+@typing.final
+class DeleteAccountResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+
+Global___DeleteAccountResponse: typing_extensions.TypeAlias = DeleteAccountResponse

@@ -74,6 +74,11 @@ class AccountsServiceStub:
                 request_serializer=dast_dot_v1_dot_accounts__pb2.ListIdentitiesRequest.SerializeToString,
                 response_deserializer=dast_dot_v1_dot_accounts__pb2.ListIdentitiesResponse.FromString,
                 _registered_method=True)
+        self.DeleteAccount = channel.unary_unary(
+                '/dast.v1.AccountsService/DeleteAccount',
+                request_serializer=dast_dot_v1_dot_accounts__pb2.DeleteAccountRequest.SerializeToString,
+                response_deserializer=dast_dot_v1_dot_accounts__pb2.DeleteAccountResponse.FromString,
+                _registered_method=True)
 
 
 class AccountsServiceServicer:
@@ -138,6 +143,15 @@ class AccountsServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteAccount(self, request, context):
+        """Delete the caller's account: its identities, devices, name and sessions are removed at
+        once, everywhere; the player id stays in signed logs and figures, shown as a deleted
+        player (docs/accounts.md "Deleting an account"). Cannot be undone.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AccountsServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -180,6 +194,11 @@ def add_AccountsServiceServicer_to_server(servicer, server):
                     servicer.ListIdentities,
                     request_deserializer=dast_dot_v1_dot_accounts__pb2.ListIdentitiesRequest.FromString,
                     response_serializer=dast_dot_v1_dot_accounts__pb2.ListIdentitiesResponse.SerializeToString,
+            ),
+            'DeleteAccount': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteAccount,
+                    request_deserializer=dast_dot_v1_dot_accounts__pb2.DeleteAccountRequest.FromString,
+                    response_serializer=dast_dot_v1_dot_accounts__pb2.DeleteAccountResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -398,6 +417,33 @@ class AccountsService:
             '/dast.v1.AccountsService/ListIdentities',
             dast_dot_v1_dot_accounts__pb2.ListIdentitiesRequest.SerializeToString,
             dast_dot_v1_dot_accounts__pb2.ListIdentitiesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteAccount(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dast.v1.AccountsService/DeleteAccount',
+            dast_dot_v1_dot_accounts__pb2.DeleteAccountRequest.SerializeToString,
+            dast_dot_v1_dot_accounts__pb2.DeleteAccountResponse.FromString,
             options,
             channel_credentials,
             insecure,

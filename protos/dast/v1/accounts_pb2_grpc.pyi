@@ -201,7 +201,23 @@ _AccountsServiceListIdentitiesType = typing_extensions.TypeVar(
     ],
 )
 
-class AccountsServiceStub(typing.Generic[_AccountsServiceSignInGuestType, _AccountsServiceRefreshType, _AccountsServiceSignOutType, _AccountsServiceSignOutEverywhereType, _AccountsServiceSignInWithIdTokenType, _AccountsServiceLinkIdentityType, _AccountsServiceUnlinkIdentityType, _AccountsServiceListIdentitiesType]):
+_AccountsServiceDeleteAccountType = typing_extensions.TypeVar(
+    '_AccountsServiceDeleteAccountType',
+    grpc.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.DeleteAccountRequest,
+        dast.v1.accounts_pb2.DeleteAccountResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.DeleteAccountRequest,
+        dast.v1.accounts_pb2.DeleteAccountResponse,
+    ],
+    default=grpc.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.DeleteAccountRequest,
+        dast.v1.accounts_pb2.DeleteAccountResponse,
+    ],
+)
+
+class AccountsServiceStub(typing.Generic[_AccountsServiceSignInGuestType, _AccountsServiceRefreshType, _AccountsServiceSignOutType, _AccountsServiceSignOutEverywhereType, _AccountsServiceSignInWithIdTokenType, _AccountsServiceLinkIdentityType, _AccountsServiceUnlinkIdentityType, _AccountsServiceListIdentitiesType, _AccountsServiceDeleteAccountType]):
     @typing.overload
     def __init__(self: AccountsServiceStub[
         grpc.UnaryUnaryMultiCallable[
@@ -235,6 +251,10 @@ class AccountsServiceStub(typing.Generic[_AccountsServiceSignInGuestType, _Accou
         grpc.UnaryUnaryMultiCallable[
             dast.v1.accounts_pb2.ListIdentitiesRequest,
             dast.v1.accounts_pb2.ListIdentitiesResponse,
+        ],
+        grpc.UnaryUnaryMultiCallable[
+            dast.v1.accounts_pb2.DeleteAccountRequest,
+            dast.v1.accounts_pb2.DeleteAccountResponse,
         ],
     ], channel: grpc.Channel) -> None: ...
 
@@ -272,6 +292,10 @@ class AccountsServiceStub(typing.Generic[_AccountsServiceSignInGuestType, _Accou
             dast.v1.accounts_pb2.ListIdentitiesRequest,
             dast.v1.accounts_pb2.ListIdentitiesResponse,
         ],
+        grpc.aio.UnaryUnaryMultiCallable[
+            dast.v1.accounts_pb2.DeleteAccountRequest,
+            dast.v1.accounts_pb2.DeleteAccountResponse,
+        ],
     ], channel: grpc.aio.Channel) -> None: ...
 
     SignInGuest: _AccountsServiceSignInGuestType
@@ -303,6 +327,12 @@ class AccountsServiceStub(typing.Generic[_AccountsServiceSignInGuestType, _Accou
 
     ListIdentities: _AccountsServiceListIdentitiesType
     """The identities linked to the caller's player, and whether a device signs it in."""
+
+    DeleteAccount: _AccountsServiceDeleteAccountType
+    """Delete the caller's account: its identities, devices, name and sessions are removed at
+    once, everywhere; the player id stays in signed logs and figures, shown as a deleted
+    player (docs/accounts.md "Deleting an account"). Cannot be undone.
+    """
 
 AccountsServiceAsyncStub: typing_extensions.TypeAlias = AccountsServiceStub[
     grpc.aio.UnaryUnaryMultiCallable[
@@ -336,6 +366,10 @@ AccountsServiceAsyncStub: typing_extensions.TypeAlias = AccountsServiceStub[
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.accounts_pb2.ListIdentitiesRequest,
         dast.v1.accounts_pb2.ListIdentitiesResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.DeleteAccountRequest,
+        dast.v1.accounts_pb2.DeleteAccountResponse,
     ],
 ]
 
@@ -409,5 +443,16 @@ class AccountsServiceServicer(metaclass=abc.ABCMeta):
         context: _ServicerContext,
     ) -> typing.Union[dast.v1.accounts_pb2.ListIdentitiesResponse, collections.abc.Awaitable[dast.v1.accounts_pb2.ListIdentitiesResponse]]:
         """The identities linked to the caller's player, and whether a device signs it in."""
+
+    @abc.abstractmethod
+    def DeleteAccount(
+        self,
+        request: dast.v1.accounts_pb2.DeleteAccountRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[dast.v1.accounts_pb2.DeleteAccountResponse, collections.abc.Awaitable[dast.v1.accounts_pb2.DeleteAccountResponse]]:
+        """Delete the caller's account: its identities, devices, name and sessions are removed at
+        once, everywhere; the player id stays in signed logs and figures, shown as a deleted
+        player (docs/accounts.md "Deleting an account"). Cannot be undone.
+        """
 
 def add_AccountsServiceServicer_to_server(servicer: AccountsServiceServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...

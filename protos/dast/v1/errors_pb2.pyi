@@ -147,6 +147,15 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     """UNAUTHENTICATED: the token's session was ended (signed out, signed out everywhere, or
     its refresh token reused); its open streams end with this too. The app: sign in again.
     """
+    ERROR_REASON_PLAYER_BANNED: _ErrorReason.ValueType  # 26
+    """PERMISSION_DENIED: an operator banned this player (ErrorInfo.metadata "until_ms", empty
+    when the ban lasts until lifted, and "ban_reason"); their open streams end with this too.
+    The app: show the reason and when the ban ends; do not retry before then.
+    """
+    ERROR_REASON_ACCOUNT_DELETED: _ErrorReason.ValueType  # 27
+    """UNAUTHENTICATED: the token's player deleted their account (or an operator erased it).
+    The app: forget the account's tokens and device secret; a new sign-in is a new player.
+    """
     ERROR_REASON_TABLE_NOT_FOUND: _ErrorReason.ValueType  # 100
     """---- The lobby (services/lobby/reasons.py LobbyReason) ----
     NOT_FOUND: no table has that id or invite code. The app: refresh the table list.
@@ -448,6 +457,11 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     """INVALID_ARGUMENT: no identity provider of that name (or issuer) is configured on this
     server. The app: offer only the providers the server accepts.
     """
+    ERROR_REASON_UNKNOWN_PLAYER: _ErrorReason.ValueType  # 940
+    """---- Moderation (services/accounts/reasons.py ModerationReason) ----
+    NOT_FOUND: the accounts service knows no player with this id. The console: search for
+    the player (FindPlayers) and use the id it shows.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper): ...
 
@@ -556,6 +570,15 @@ replica).
 ERROR_REASON_SESSION_REVOKED: ErrorReason.ValueType  # 25
 """UNAUTHENTICATED: the token's session was ended (signed out, signed out everywhere, or
 its refresh token reused); its open streams end with this too. The app: sign in again.
+"""
+ERROR_REASON_PLAYER_BANNED: ErrorReason.ValueType  # 26
+"""PERMISSION_DENIED: an operator banned this player (ErrorInfo.metadata "until_ms", empty
+when the ban lasts until lifted, and "ban_reason"); their open streams end with this too.
+The app: show the reason and when the ban ends; do not retry before then.
+"""
+ERROR_REASON_ACCOUNT_DELETED: ErrorReason.ValueType  # 27
+"""UNAUTHENTICATED: the token's player deleted their account (or an operator erased it).
+The app: forget the account's tokens and device secret; a new sign-in is a new player.
 """
 ERROR_REASON_TABLE_NOT_FOUND: ErrorReason.ValueType  # 100
 """---- The lobby (services/lobby/reasons.py LobbyReason) ----
@@ -857,5 +880,10 @@ RetryInfo delay.
 ERROR_REASON_UNKNOWN_IDENTITY_PROVIDER: ErrorReason.ValueType  # 928
 """INVALID_ARGUMENT: no identity provider of that name (or issuer) is configured on this
 server. The app: offer only the providers the server accepts.
+"""
+ERROR_REASON_UNKNOWN_PLAYER: ErrorReason.ValueType  # 940
+"""---- Moderation (services/accounts/reasons.py ModerationReason) ----
+NOT_FOUND: the accounts service knows no player with this id. The console: search for
+the player (FindPlayers) and use the id it shows.
 """
 Global___ErrorReason: typing_extensions.TypeAlias = ErrorReason

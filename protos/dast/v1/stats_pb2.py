@@ -25,17 +25,17 @@ _sym_db = _symbol_database.Default()
 from dast.v1 import common_pb2 as dast_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13\x64\x61st/v1/stats.proto\x12\x07\x64\x61st.v1\x1a\x14\x64\x61st/v1/common.proto\"K\n\x06Rating\x12\n\n\x02mu\x18\x01 \x01(\x01\x12\r\n\x05sigma\x18\x02 \x01(\x01\x12\x0f\n\x07ordinal\x18\x03 \x01(\x01\x12\x15\n\rrated_matches\x18\x04 \x01(\r\"*\n\x0bStatCounter\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03\"\'\n\x08StatMean\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01\"\xb4\x02\n\x0cVariantStats\x12$\n\tgame_type\x18\x01 \x01(\x0e\x32\x11.dast.v1.GameType\x12\x0f\n\x07variant\x18\x02 \x01(\t\x12\x16\n\x0ematches_played\x18\x03 \x01(\r\x12\x13\n\x0bmatches_won\x18\x04 \x01(\r\x12\x14\n\x0cmatches_lost\x18\x05 \x01(\r\x12\x19\n\x11matches_abandoned\x18\x06 \x01(\r\x12&\n\x08\x63ounters\x18\x07 \x03(\x0b\x32\x14.dast.v1.StatCounter\x12 \n\x05means\x18\x08 \x03(\x0b\x32\x11.dast.v1.StatMean\x12\x11\n\town_moves\x18\t \x01(\x04\x12\x11\n\tbot_moves\x18\n \x01(\x04\x12\x1f\n\x06rating\x18\x0b \x01(\x0b\x32\x0f.dast.v1.Rating\"a\n\x15GetPlayerStatsRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12$\n\tgame_type\x18\x02 \x01(\x0e\x32\x11.dast.v1.GameType\x12\x0f\n\x07variant\x18\x03 \x01(\t\"a\n\x16GetPlayerStatsResponse\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0e\n\x06is_bot\x18\x02 \x01(\x08\x12$\n\x05stats\x18\x03 \x03(\x0b\x32\x15.dast.v1.VariantStats\"\xb5\x01\n\x15GetLeaderboardRequest\x12$\n\tgame_type\x18\x01 \x01(\x0e\x32\x11.dast.v1.GameType\x12\x0f\n\x07variant\x18\x02 \x01(\t\x12*\n\x06period\x18\x03 \x01(\x0e\x32\x1a.dast.v1.LeaderboardPeriod\x12\x12\n\nperiod_key\x18\x04 \x01(\t\x12\x11\n\tpage_size\x18\x05 \x01(\r\x12\x12\n\npage_token\x18\x06 \x01(\t\"\xa8\x01\n\x10LeaderboardEntry\x12\x0c\n\x04rank\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0e\n\x06is_bot\x18\x03 \x01(\x08\x12\x1f\n\x06rating\x18\x04 \x01(\x0b\x32\x0f.dast.v1.Rating\x12\x16\n\x0ematches_played\x18\x05 \x01(\r\x12\x13\n\x0bmatches_won\x18\x06 \x01(\r\x12\x15\n\rrating_change\x18\x07 \x01(\x01\"q\n\x16GetLeaderboardResponse\x12*\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x19.dast.v1.LeaderboardEntry\x12\x12\n\nperiod_key\x18\x02 \x01(\t\x12\x17\n\x0fnext_page_token\x18\x03 \x01(\t\"\x82\x02\n\x0bMatchRecord\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12$\n\tgame_type\x18\x02 \x01(\x0e\x32\x11.dast.v1.GameType\x12\x0f\n\x07variant\x18\x03 \x01(\t\x12\x13\n\x0b\x65nded_at_ms\x18\x04 \x01(\x03\x12\x0c\n\x04seat\x18\x05 \x01(\r\x12&\n\x07outcome\x18\x06 \x01(\x0e\x32\x15.dast.v1.MatchOutcome\x12\x11\n\tabandoned\x18\x07 \x01(\x08\x12&\n\rrating_before\x18\x08 \x01(\x0b\x32\x0f.dast.v1.Rating\x12%\n\x0crating_after\x18\t \x01(\x0b\x32\x0f.dast.v1.Rating\"y\n\x17ListMatchHistoryRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12$\n\tgame_type\x18\x02 \x01(\x0e\x32\x11.dast.v1.GameType\x12\x11\n\tpage_size\x18\x03 \x01(\r\x12\x12\n\npage_token\x18\x04 \x01(\t\"Z\n\x18ListMatchHistoryResponse\x12%\n\x07matches\x18\x01 \x03(\x0b\x32\x14.dast.v1.MatchRecord\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*\x93\x01\n\x11LeaderboardPeriod\x12\"\n\x1eLEADERBOARD_PERIOD_UNSPECIFIED\x10\x00\x12\x1f\n\x1bLEADERBOARD_PERIOD_ALL_TIME\x10\x01\x12\x1b\n\x17LEADERBOARD_PERIOD_WEEK\x10\x02\x12\x1c\n\x18LEADERBOARD_PERIOD_MONTH\x10\x03*\\\n\x0cMatchOutcome\x12\x1d\n\x19MATCH_OUTCOME_UNSPECIFIED\x10\x00\x12\x15\n\x11MATCH_OUTCOME_WON\x10\x01\x12\x16\n\x12MATCH_OUTCOME_LOST\x10\x02\x32\x8d\x02\n\x0cStatsService\x12Q\n\x0eGetPlayerStats\x12\x1e.dast.v1.GetPlayerStatsRequest\x1a\x1f.dast.v1.GetPlayerStatsResponse\x12Q\n\x0eGetLeaderboard\x12\x1e.dast.v1.GetLeaderboardRequest\x1a\x1f.dast.v1.GetLeaderboardResponse\x12W\n\x10ListMatchHistory\x12 .dast.v1.ListMatchHistoryRequest\x1a!.dast.v1.ListMatchHistoryResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13\x64\x61st/v1/stats.proto\x12\x07\x64\x61st.v1\x1a\x14\x64\x61st/v1/common.proto\"K\n\x06Rating\x12\n\n\x02mu\x18\x01 \x01(\x01\x12\r\n\x05sigma\x18\x02 \x01(\x01\x12\x0f\n\x07ordinal\x18\x03 \x01(\x01\x12\x15\n\rrated_matches\x18\x04 \x01(\r\"*\n\x0bStatCounter\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03\"\'\n\x08StatMean\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01\"\xb4\x02\n\x0cVariantStats\x12$\n\tgame_type\x18\x01 \x01(\x0e\x32\x11.dast.v1.GameType\x12\x0f\n\x07variant\x18\x02 \x01(\t\x12\x16\n\x0ematches_played\x18\x03 \x01(\r\x12\x13\n\x0bmatches_won\x18\x04 \x01(\r\x12\x14\n\x0cmatches_lost\x18\x05 \x01(\r\x12\x19\n\x11matches_abandoned\x18\x06 \x01(\r\x12&\n\x08\x63ounters\x18\x07 \x03(\x0b\x32\x14.dast.v1.StatCounter\x12 \n\x05means\x18\x08 \x03(\x0b\x32\x11.dast.v1.StatMean\x12\x11\n\town_moves\x18\t \x01(\x04\x12\x11\n\tbot_moves\x18\n \x01(\x04\x12\x1f\n\x06rating\x18\x0b \x01(\x0b\x32\x0f.dast.v1.Rating\"a\n\x15GetPlayerStatsRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12$\n\tgame_type\x18\x02 \x01(\x0e\x32\x11.dast.v1.GameType\x12\x0f\n\x07variant\x18\x03 \x01(\t\"r\n\x16GetPlayerStatsResponse\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0e\n\x06is_bot\x18\x02 \x01(\x08\x12$\n\x05stats\x18\x03 \x03(\x0b\x32\x15.dast.v1.VariantStats\x12\x0f\n\x07\x64\x65leted\x18\x04 \x01(\x08\"\xb5\x01\n\x15GetLeaderboardRequest\x12$\n\tgame_type\x18\x01 \x01(\x0e\x32\x11.dast.v1.GameType\x12\x0f\n\x07variant\x18\x02 \x01(\t\x12*\n\x06period\x18\x03 \x01(\x0e\x32\x1a.dast.v1.LeaderboardPeriod\x12\x12\n\nperiod_key\x18\x04 \x01(\t\x12\x11\n\tpage_size\x18\x05 \x01(\r\x12\x12\n\npage_token\x18\x06 \x01(\t\"\xb9\x01\n\x10LeaderboardEntry\x12\x0c\n\x04rank\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0e\n\x06is_bot\x18\x03 \x01(\x08\x12\x1f\n\x06rating\x18\x04 \x01(\x0b\x32\x0f.dast.v1.Rating\x12\x16\n\x0ematches_played\x18\x05 \x01(\r\x12\x13\n\x0bmatches_won\x18\x06 \x01(\r\x12\x15\n\rrating_change\x18\x07 \x01(\x01\x12\x0f\n\x07\x64\x65leted\x18\x08 \x01(\x08\"q\n\x16GetLeaderboardResponse\x12*\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x19.dast.v1.LeaderboardEntry\x12\x12\n\nperiod_key\x18\x02 \x01(\t\x12\x17\n\x0fnext_page_token\x18\x03 \x01(\t\"\x82\x02\n\x0bMatchRecord\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12$\n\tgame_type\x18\x02 \x01(\x0e\x32\x11.dast.v1.GameType\x12\x0f\n\x07variant\x18\x03 \x01(\t\x12\x13\n\x0b\x65nded_at_ms\x18\x04 \x01(\x03\x12\x0c\n\x04seat\x18\x05 \x01(\r\x12&\n\x07outcome\x18\x06 \x01(\x0e\x32\x15.dast.v1.MatchOutcome\x12\x11\n\tabandoned\x18\x07 \x01(\x08\x12&\n\rrating_before\x18\x08 \x01(\x0b\x32\x0f.dast.v1.Rating\x12%\n\x0crating_after\x18\t \x01(\x0b\x32\x0f.dast.v1.Rating\"y\n\x17ListMatchHistoryRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12$\n\tgame_type\x18\x02 \x01(\x0e\x32\x11.dast.v1.GameType\x12\x11\n\tpage_size\x18\x03 \x01(\r\x12\x12\n\npage_token\x18\x04 \x01(\t\"Z\n\x18ListMatchHistoryResponse\x12%\n\x07matches\x18\x01 \x03(\x0b\x32\x14.dast.v1.MatchRecord\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*\x93\x01\n\x11LeaderboardPeriod\x12\"\n\x1eLEADERBOARD_PERIOD_UNSPECIFIED\x10\x00\x12\x1f\n\x1bLEADERBOARD_PERIOD_ALL_TIME\x10\x01\x12\x1b\n\x17LEADERBOARD_PERIOD_WEEK\x10\x02\x12\x1c\n\x18LEADERBOARD_PERIOD_MONTH\x10\x03*\\\n\x0cMatchOutcome\x12\x1d\n\x19MATCH_OUTCOME_UNSPECIFIED\x10\x00\x12\x15\n\x11MATCH_OUTCOME_WON\x10\x01\x12\x16\n\x12MATCH_OUTCOME_LOST\x10\x02\x32\x8d\x02\n\x0cStatsService\x12Q\n\x0eGetPlayerStats\x12\x1e.dast.v1.GetPlayerStatsRequest\x1a\x1f.dast.v1.GetPlayerStatsResponse\x12Q\n\x0eGetLeaderboard\x12\x1e.dast.v1.GetLeaderboardRequest\x1a\x1f.dast.v1.GetLeaderboardResponse\x12W\n\x10ListMatchHistory\x12 .dast.v1.ListMatchHistoryRequest\x1a!.dast.v1.ListMatchHistoryResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'dast.v1.stats_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_LEADERBOARDPERIOD']._serialized_start=1672
-  _globals['_LEADERBOARDPERIOD']._serialized_end=1819
-  _globals['_MATCHOUTCOME']._serialized_start=1821
-  _globals['_MATCHOUTCOME']._serialized_end=1913
+  _globals['_LEADERBOARDPERIOD']._serialized_start=1706
+  _globals['_LEADERBOARDPERIOD']._serialized_end=1853
+  _globals['_MATCHOUTCOME']._serialized_start=1855
+  _globals['_MATCHOUTCOME']._serialized_end=1947
   _globals['_RATING']._serialized_start=54
   _globals['_RATING']._serialized_end=129
   _globals['_STATCOUNTER']._serialized_start=131
@@ -47,19 +47,19 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETPLAYERSTATSREQUEST']._serialized_start=527
   _globals['_GETPLAYERSTATSREQUEST']._serialized_end=624
   _globals['_GETPLAYERSTATSRESPONSE']._serialized_start=626
-  _globals['_GETPLAYERSTATSRESPONSE']._serialized_end=723
-  _globals['_GETLEADERBOARDREQUEST']._serialized_start=726
-  _globals['_GETLEADERBOARDREQUEST']._serialized_end=907
-  _globals['_LEADERBOARDENTRY']._serialized_start=910
-  _globals['_LEADERBOARDENTRY']._serialized_end=1078
-  _globals['_GETLEADERBOARDRESPONSE']._serialized_start=1080
-  _globals['_GETLEADERBOARDRESPONSE']._serialized_end=1193
-  _globals['_MATCHRECORD']._serialized_start=1196
-  _globals['_MATCHRECORD']._serialized_end=1454
-  _globals['_LISTMATCHHISTORYREQUEST']._serialized_start=1456
-  _globals['_LISTMATCHHISTORYREQUEST']._serialized_end=1577
-  _globals['_LISTMATCHHISTORYRESPONSE']._serialized_start=1579
-  _globals['_LISTMATCHHISTORYRESPONSE']._serialized_end=1669
-  _globals['_STATSSERVICE']._serialized_start=1916
-  _globals['_STATSSERVICE']._serialized_end=2185
+  _globals['_GETPLAYERSTATSRESPONSE']._serialized_end=740
+  _globals['_GETLEADERBOARDREQUEST']._serialized_start=743
+  _globals['_GETLEADERBOARDREQUEST']._serialized_end=924
+  _globals['_LEADERBOARDENTRY']._serialized_start=927
+  _globals['_LEADERBOARDENTRY']._serialized_end=1112
+  _globals['_GETLEADERBOARDRESPONSE']._serialized_start=1114
+  _globals['_GETLEADERBOARDRESPONSE']._serialized_end=1227
+  _globals['_MATCHRECORD']._serialized_start=1230
+  _globals['_MATCHRECORD']._serialized_end=1488
+  _globals['_LISTMATCHHISTORYREQUEST']._serialized_start=1490
+  _globals['_LISTMATCHHISTORYREQUEST']._serialized_end=1611
+  _globals['_LISTMATCHHISTORYRESPONSE']._serialized_start=1613
+  _globals['_LISTMATCHHISTORYRESPONSE']._serialized_end=1703
+  _globals['_STATSSERVICE']._serialized_start=1950
+  _globals['_STATSSERVICE']._serialized_end=2219
 # @@protoc_insertion_point(module_scope)

@@ -233,8 +233,11 @@ class GetPlayerStatsResponse(google.protobuf.message.Message):
     PLAYER_ID_FIELD_NUMBER: builtins.int
     IS_BOT_FIELD_NUMBER: builtins.int
     STATS_FIELD_NUMBER: builtins.int
+    DELETED_FIELD_NUMBER: builtins.int
     player_id: builtins.str
     is_bot: builtins.bool
+    deleted: builtins.bool
+    """the player deleted their account: show "deleted player" """
     @property
     def stats(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[Global___VariantStats]: ...
     def __init__(
@@ -243,8 +246,9 @@ class GetPlayerStatsResponse(google.protobuf.message.Message):
         player_id: builtins.str = ...,
         is_bot: builtins.bool = ...,
         stats: collections.abc.Iterable[Global___VariantStats] | None = ...,
+        deleted: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["is_bot", b"is_bot", "player_id", b"player_id", "stats", b"stats"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["deleted", b"deleted", "is_bot", b"is_bot", "player_id", b"player_id", "stats", b"stats"]) -> None: ...
 
 Global___GetPlayerStatsResponse: typing_extensions.TypeAlias = GetPlayerStatsResponse
 
@@ -292,6 +296,7 @@ class LeaderboardEntry(google.protobuf.message.Message):
     MATCHES_PLAYED_FIELD_NUMBER: builtins.int
     MATCHES_WON_FIELD_NUMBER: builtins.int
     RATING_CHANGE_FIELD_NUMBER: builtins.int
+    DELETED_FIELD_NUMBER: builtins.int
     rank: builtins.int
     """1-based position on the board"""
     player_id: builtins.str
@@ -301,6 +306,8 @@ class LeaderboardEntry(google.protobuf.message.Message):
     matches_won: builtins.int
     rating_change: builtins.float
     """ordinal gained in the period (all time: unset)"""
+    deleted: builtins.bool
+    """the player deleted their account: show "deleted player" """
     @property
     def rating(self) -> Global___Rating:
         """the current all-time rating"""
@@ -315,9 +322,10 @@ class LeaderboardEntry(google.protobuf.message.Message):
         matches_played: builtins.int = ...,
         matches_won: builtins.int = ...,
         rating_change: builtins.float = ...,
+        deleted: builtins.bool = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["rating", b"rating"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["is_bot", b"is_bot", "matches_played", b"matches_played", "matches_won", b"matches_won", "player_id", b"player_id", "rank", b"rank", "rating", b"rating", "rating_change", b"rating_change"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["deleted", b"deleted", "is_bot", b"is_bot", "matches_played", b"matches_played", "matches_won", b"matches_won", "player_id", b"player_id", "rank", b"rank", "rating", b"rating", "rating_change", b"rating_change"]) -> None: ...
 
 Global___LeaderboardEntry: typing_extensions.TypeAlias = LeaderboardEntry
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -24,15 +23,13 @@ from dast.v1 import (
     stats_pb2,
     stats_pb2_grpc,
 )
-from services.compose import Running, StackOptions, running_stack
 from services.platform.auth import Role
 from services.platform.errors import reason_of
-from services.platform.limits import MACHINE_SPEED
-from services.platform.revocations import InProcessRevocations, SessionStreams
+from services.platform.revocations import REVOKED_STATUS, InProcessRevocations, SessionStreams
 from tests.conftest import NatsNames
 from tests.e2e.helpers import stack
-from tests.services.accounts.calls import refused, session_bearer
-from tests.support.tokens import TEST_KEYS, bearer
+from tests.services.accounts.calls import refused, replica, session_bearer
+from tests.support.tokens import bearer
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -154,28 +151,18 @@ async def test_revocations_expire_with_the_access_tokens_and_tell_listeners_once
 
 async def test_a_stream_handing_a_message_to_grpc_ends_when_it_resumes() -> None:
     streams = SessionStreams()
-    entry = streams.enter("s1")
+    entry = streams.enter(("s1",))
     entry.at_yield = True
     streams.revoked("s1")
-    assert entry.revoked and len(streams) == 0
+    assert entry.ended_with is REVOKED_STATUS and len(streams) == 0
     assert not asyncio.current_task().cancelling()  # type: ignore[union-attr]
-
-
-@contextlib.asynccontextmanager
-async def _replica(nats_url: str, deployment: str) -> AsyncIterator[Running]:
-    """A whole server of ``deployment`` with its own store and caches."""
-    async with running_stack(TEST_KEYS, nats_url=nats_url, deployment=deployment,
-                             limits=MACHINE_SPEED,
-                             options=StackOptions(timers=False, bots=False,
-                                                  durable_prefix=f"{deployment}-")) as run:
-        yield run
 
 
 async def test_signing_out_on_one_server_reaches_the_other_over_nats(
         nats_url: str, nats_names: NatsNames) -> None:
     deployment = nats_names.deployment
-    async with _replica(nats_url, deployment) as first, \
-            _replica(nats_url, deployment) as second, \
+    async with replica(nats_url, deployment) as first, \
+            replica(nats_url, deployment) as second, \
             grpc.aio.insecure_channel(first.address) as one, \
             grpc.aio.insecure_channel(second.address) as two:
         accounts = accounts_pb2_grpc.AccountsServiceStub(one)

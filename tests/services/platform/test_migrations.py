@@ -10,6 +10,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import MetaData, create_engine, inspect
 
+from services.accounts.moderation_store import TABLES as MODERATION_TABLES
 from services.accounts.store import TABLES as ACCOUNTS_TABLES
 from services.platform.migrations import alembic_config, upgrade_database
 from services.platform.store import open_store
@@ -37,7 +38,8 @@ def test_upgrade_from_a_clean_database_creates_the_tables(pg_url: str) -> None:
         HEAD,
         {"alembic_version", "games", "events", "commands", "accounts_players",
          "accounts_devices", "accounts_sessions", "accounts_refresh_tokens",
-         "accounts_identities"},
+         "accounts_identities", "accounts_bans", "accounts_admin_actions",
+         "accounts_erasures"},
     )
 
 
@@ -64,11 +66,11 @@ def test_replicas_migrating_at_once_do_not_collide(pg_url: str) -> None:
 
 
 def test_migrations_match_the_models(pg_url: str) -> None:
-    # models.py (and the accounts service's models, revisions 0005 and 0006) and versions/ describe
+    # models.py (and the accounts service's models, revisions 0005 on) and versions/ describe
     # the same schema: autogenerate finds nothing to do.
     upgrade_database(pg_url)
     ours = MetaData()
-    for table in (GAMES, EVENTS, COMMANDS, *ACCOUNTS_TABLES):
+    for table in (GAMES, EVENTS, COMMANDS, *ACCOUNTS_TABLES, *MODERATION_TABLES):
         table.to_metadata(ours)
     engine = create_engine(pg_url)
     try:

@@ -28,7 +28,7 @@ DEPLOYMENTS = st.from_regex(r"[a-z0-9][a-z0-9_-]{0,47}", fullmatch=True)
 def _names(names: NatsNames) -> set[str]:
     """The stream and bucket names of a deployment."""
     return {names.events_stream, names.tables_stream, names.tournaments_stream,
-            names.presence_bucket, names.revoked_bucket}
+            names.presence_bucket, names.revoked_bucket, names.banned_bucket}
 
 
 def _subjects(names: NatsNames) -> set[str]:
@@ -45,6 +45,7 @@ def test_the_default_deployment_keeps_the_names_dast_used_before() -> None:
         "DAST_EVENTS_TOURNAMENTS", "dast.events_tournaments")
     assert names.presence_bucket == "DAST_PRESENCE"
     assert names.revoked_bucket == "DAST_REVOKED"
+    assert names.banned_bucket == "DAST_BANNED"
 
 
 @pytest.mark.parametrize(("first", "second"), [
