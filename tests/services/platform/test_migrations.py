@@ -8,7 +8,7 @@ import sys
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import MetaData, create_engine, inspect
+from sqlalchemy import MetaData, create_engine, inspect, text
 
 from services.accounts.store import TABLES as ACCOUNTS_TABLES
 from services.platform.migrations import alembic_config, upgrade_database
@@ -64,7 +64,7 @@ def test_replicas_migrating_at_once_do_not_collide(pg_url: str) -> None:
 
 
 def test_migrations_match_the_models(pg_url: str) -> None:
-    # models.py (and the accounts service's models, revisions 0005 and 0006) and versions/ describe
+    # models.py (and the accounts service's models, revisions 0005 to 0007) and versions/ describe
     # the same schema: autogenerate finds nothing to do.
     upgrade_database(pg_url)
     ours = MetaData()
@@ -77,3 +77,19 @@ def test_migrations_match_the_models(pg_url: str) -> None:
     finally:
         engine.dispose()
     assert differences == []
+
+
+def test_players_stored_before_profiles_get_no_avatar_and_no_locale(pg_url: str) -> None:
+    upgrade_database(pg_url, "0006")
+    engine = create_engine(pg_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text(
+                "INSERT INTO accounts_players VALUES ('g-0000000000000001', 'Old', 5)"))
+        upgrade_database(pg_url)
+        with engine.connect() as connection:
+            rows = connection.execute(text(
+                "SELECT player_id, display_name, avatar_id, locale FROM accounts_players")).all()
+    finally:
+        engine.dispose()
+    assert [tuple(row) for row in rows] == [("g-0000000000000001", "Old", "", "")]
