@@ -140,15 +140,18 @@ def _email_of(verified: VerifiedIdentity) -> str:
 
 
 def _profile_message(profile: Profile, *, full: bool) -> accounts_pb2.Profile:
-    """``profile`` on the wire: whole when ``full``, else only :data:`PUBLIC_PROFILE`."""
-    message = accounts_pb2.Profile(
+    """``profile`` on the wire: whole when ``full``, else only :data:`PUBLIC_PROFILE` (so a
+    field added later stays private until it is named there)."""
+    whole = accounts_pb2.Profile(
         player_id=profile.player_id, display_name=profile.display_name,
         avatar_id=profile.avatar_id, locale=profile.locale, created_at_ms=profile.created_ms,
-        full=full)
-    if not full:
-        message.ClearField("locale")
-        message.ClearField("created_at_ms")
-    return message
+        full=True)
+    if full:
+        return whole
+    public = accounts_pb2.Profile(full=False)
+    for name in PUBLIC_PROFILE:
+        setattr(public, name, getattr(whole, name))
+    return public
 
 
 def _reads_whole_profile(caller: Caller, player_id: str) -> bool:
