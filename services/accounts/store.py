@@ -616,6 +616,13 @@ class AccountsStore(SqlTables):
             return bool(connection.execute(
                 delete(PLAYERS).where(PLAYERS.c.player_id == player_id)).rowcount)
 
+    def has_identity(self, player_id: str) -> bool:
+        """Whether ``player_id`` has an identity provider's identity linked."""
+        with self._reading() as connection:
+            return connection.execute(
+                select(IDENTITIES.c.provider).where(IDENTITIES.c.player_id == player_id)
+                .limit(1)).first() is not None
+
     def has_player(self, player_id: str) -> bool:
         """Whether ``player_id`` is a player of this store."""
         with self._reading() as connection:
