@@ -229,6 +229,17 @@ GUIDANCE: dict[str, Guidance] = {
     AccountsReason.LAST_WAY_IN: Guidance(
         "FAILED_PRECONDITION", "the identity is the player's last way in (no other identity, "
         "no device)", "link another identity first"),
+    AccountsReason.ACCOUNT_NOT_FOUND: Guidance(
+        "NOT_FOUND", "no player of that id has signed in to the accounts service (a mistyped "
+        "id, or a lobby guest that has not moved over)",
+        "check the id; show the player without a profile"),
+    AccountsReason.INVALID_AVATAR_ID: Guidance(
+        "INVALID_ARGUMENT", "the avatar id is not 1 to 64 characters of `a-z`, `0-9`, `-` and "
+        "`_` starting with a letter or digit", "send one of the app's own avatar ids"),
+    AccountsReason.INVALID_LOCALE: Guidance(
+        "INVALID_ARGUMENT", "the locale is not a BCP 47 tag of a language, an optional script "
+        "and an optional region (`fa`, `fa-IR`)",
+        "send the language the person chose in that form"),
     # ---- services.accounts.reasons.ModerationReason ----
     ModerationReason.UNKNOWN_PLAYER: Guidance(
         "NOT_FOUND", "the accounts service knows no player with this id",

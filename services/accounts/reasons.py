@@ -33,6 +33,12 @@ class AccountsReason(StrEnum):
     """The player has no such identity linked."""
     LAST_WAY_IN = "last_way_in"
     """Unlinking would leave the player no way in: no other identity and no device."""
+    ACCOUNT_NOT_FOUND = "account_not_found"
+    """No player of that id has signed in to this service (so it has no profile)."""
+    INVALID_AVATAR_ID = "invalid_avatar_id"
+    """The avatar id is not of the documented characters and length."""
+    INVALID_LOCALE = "invalid_locale"
+    """The locale is not a BCP 47 tag of the documented form."""
 
 
 class ModerationReason(StrEnum):

@@ -1,5 +1,5 @@
 """The gRPC ``dast.v1.AccountsService``: guest sign-in, refresh, sign-out, sign-in with an
-identity provider's ID token and linking identities (accounts.proto).
+identity provider's ID token, linking identities, and profiles (accounts.proto).
 
 ``SignInGuest``, ``SignInWithIdToken`` and ``Refresh`` are open (they hand out tokens); the
 other methods read the caller from the token the server's interceptor checked.
@@ -20,6 +20,12 @@ An ID token is verified by :class:`~services.accounts.oidc.IdTokenVerifier` (the
 ``DAST_OIDC_PROVIDERS``). Its first sign-in creates a player whose id is ``a-`` and 16 random
 hex digits (never a guest's ``g-``); ``LinkIdentity`` instead links it to the caller's player,
 whatever its id, so a guest who links an identity keeps everything stored under its id.
+
+A profile (display name, avatar id, locale: :mod:`services.accounts.profiles` says what each
+may hold) is read whole by its player, with a session of this service, and by services and
+operators; anyone else signed in reads its public part (:data:`PUBLIC_PROFILE`). Only the
+player changes it: a service's or an admin's token is refused (renaming a player is not a
+service's business, and moderation is not this call's).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from dast.v1 import accounts_pb2, accounts_pb2_grpc
 from services.accounts.moderation import Moderation
 from services.accounts.oidc import IdTokenVerifier, VerifiedIdentity
 from services.accounts.oidc_providers import OidcProvider
+from services.accounts.profiles import canonical_locale, check_avatar_id
 from services.accounts.reasons import AccountsReason
 from services.accounts.sessions import Sessions, new_secret
 from services.accounts.store import (
@@ -42,12 +49,15 @@ from services.accounts.store import (
     EMAIL_CHARS,
     PROVIDER_CHARS,
     SUBJECT_CHARS,
+    AccountNotFound,
     DeviceSecretMismatch,
     GuestAlreadyMoved,
     Identity,
     IdentityLinkedElsewhere,
     IdentityNotLinked,
     LastWayIn,
+    Profile,
+    ProfileChange,
     ProviderAlreadyLinked,
     RefreshRefused,
     digest,
@@ -60,6 +70,7 @@ from services.platform.auth import (
     current_identity,
     verify_token,
 )
+from services.platform.auth import Identity as Caller
 from services.platform.errors import Reason, ServiceError, map_exception
 from services.platform.validation import check_id, clean_display_name, quoted_input
 
@@ -68,6 +79,10 @@ PLAYER_ID_HEX: Final = 16
 """Hex digits after ``g-`` in a guest's player id (as the lobby's guests have), and after
 ``a-`` in the id of a player an identity provider's sign-in created."""
 ACCOUNT_ID_PREFIX: Final = "a-"
+PUBLIC_PROFILE: Final = ("player_id", "display_name", "avatar_id")
+"""The fields of a profile every signed-in caller may read: what other players see of a
+player at a table. The locale (which tells where a person may live) and when the player was
+created are the player's own."""
 _log = structlog.get_logger(component="accounts")
 
 map_exception(DeviceSecretMismatch, grpc.StatusCode.UNAUTHENTICATED,
@@ -80,6 +95,7 @@ map_exception(ProviderAlreadyLinked, grpc.StatusCode.FAILED_PRECONDITION,
               AccountsReason.PROVIDER_ALREADY_LINKED)
 map_exception(IdentityNotLinked, grpc.StatusCode.NOT_FOUND, AccountsReason.IDENTITY_NOT_LINKED)
 map_exception(LastWayIn, grpc.StatusCode.FAILED_PRECONDITION, AccountsReason.LAST_WAY_IN)
+map_exception(AccountNotFound, grpc.StatusCode.NOT_FOUND, AccountsReason.ACCOUNT_NOT_FOUND)
 
 
 def new_guest_id() -> str:
@@ -123,6 +139,62 @@ def _email_of(verified: VerifiedIdentity) -> str:
     """The address to keep with an identity: only one the provider verified."""
     email = verified.email or ""
     return email if verified.email_verified and len(email) <= EMAIL_CHARS else ""
+
+
+def _profile_message(profile: Profile, *, full: bool) -> accounts_pb2.Profile:
+    """``profile`` on the wire: whole when ``full``, else only :data:`PUBLIC_PROFILE` (so a
+    field added later stays private until it is named there)."""
+    whole = accounts_pb2.Profile(
+        player_id=profile.player_id, display_name=profile.display_name,
+        avatar_id=profile.avatar_id, locale=profile.locale, created_at_ms=profile.created_ms,
+        full=True)
+    if full:
+        return whole
+    public = accounts_pb2.Profile(full=False)
+    for name in PUBLIC_PROFILE:
+        setattr(public, name, getattr(whole, name))
+    return public
+
+
+def _reads_whole_profile(caller: Caller, player_id: str) -> bool:
+    """Whether ``caller`` may read ``player_id``'s whole profile: the player, in a session of
+    this service (a lobby guest's token proves less: only that its holder knows a device id),
+    or a service or operator."""
+    return caller.is_privileged or (caller.session_id is not None
+                                    and caller.player_id == player_id)
+
+
+def _new_display_name(raw: str) -> str:
+    """The display name an update asks for, cleaned as at sign-in.
+
+    :raises ServiceError: INVALID_ARGUMENT ``invalid_display_name`` for an empty name (a
+        player always has one) and for the refusals of :func:`clean_display_name`.
+    """
+    name = clean_display_name(raw)
+    if not name:
+        raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, Reason.INVALID_DISPLAY_NAME,
+                           "display_name is empty: a player always has a name",
+                           metadata={"field": "display_name"})
+    return name
+
+
+def _profile_change(request: accounts_pb2.UpdateProfileRequest) -> ProfileChange:
+    """The change ``request`` asks for, each field it sets checked.
+
+    :raises ServiceError: INVALID_ARGUMENT for a field that breaks its rules, or a request
+        setting none.
+    """
+    change = ProfileChange(
+        display_name=(_new_display_name(request.display_name)
+                      if request.HasField("display_name") else None),
+        avatar_id=check_avatar_id(request.avatar_id) if request.HasField("avatar_id") else None,
+        locale=canonical_locale(request.locale) if request.HasField("locale") else None,
+    )
+    if not change.values():
+        raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, Reason.INVALID_REQUEST,
+                           "UpdateProfile sets none of display_name, avatar_id and locale: "
+                           "set the fields to change")
+    return change
 
 
 def _linked(identity: Identity) -> accounts_pb2.LinkedIdentity:
@@ -285,6 +357,33 @@ class AccountsService(accounts_pb2_grpc.AccountsServiceServicer):
                                                       current_identity().player_id)
         return accounts_pb2.ListIdentitiesResponse(
             identities=[_linked(identity) for identity in identities], devices=devices)
+
+    async def GetProfile(
+        self, request: accounts_pb2.GetProfileRequest, context: grpc.aio.ServicerContext
+    ) -> accounts_pb2.GetProfileResponse:
+        caller = current_identity()
+        player_id = request.player_id
+        if not player_id:
+            if caller.is_privileged:
+                raise _invalid_field("player_id", "is empty: a service's or an operator's "
+                                     "token names the player whose profile to read")
+            player_id = caller.player_id
+        profile = await asyncio.to_thread(self.store.profile, player_id)
+        return accounts_pb2.GetProfileResponse(profile=_profile_message(
+            profile, full=_reads_whole_profile(caller, player_id)))
+
+    async def UpdateProfile(
+        self, request: accounts_pb2.UpdateProfileRequest, context: grpc.aio.ServicerContext
+    ) -> accounts_pb2.UpdateProfileResponse:
+        if current_identity().is_privileged:
+            raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, Reason.ROLE_REQUIRED,
+                               "UpdateProfile changes the caller's own profile: it takes a "
+                               "player's token, not a service's or an operator's")
+        player_id, _ = self._session_of_caller()
+        change = _profile_change(request)
+        profile = await asyncio.to_thread(self.store.update_profile, player_id, change)
+        _log.info("profile_updated", player_id=player_id, fields=sorted(change.values()))
+        return accounts_pb2.UpdateProfileResponse(profile=_profile_message(profile, full=True))
 
     async def _verified(self, provider: str, id_token: str) -> VerifiedIdentity:
         """The identity ``id_token`` proves, from the provider named ``provider`` (empty: the

@@ -79,17 +79,22 @@ class Sessions:
         """Raises for a player who may not get tokens now (a banned one: the moderation's
         :meth:`~services.accounts.moderation.Moderation.admit`); None: everyone may."""
 
-    def mint_access(self, player_id: str, session_id: str, now_ms: int) -> str:
-        """The access token of ``player_id`` in ``session_id``, issued at ``now_ms``."""
+    def mint_access(self, player_id: str, session_id: str, now_ms: int, *,
+                    has_account: bool = False) -> str:
+        """The access token of ``player_id`` in ``session_id``, issued at ``now_ms``
+        (``has_account``: the player has an identity linked, a guest no more)."""
         return mint_token(self.signer, player_id, Role.PLAYER,
                           ttl_seconds=self.policy.access_ms // 1000,
-                          session_id=session_id, issued_at=now_ms // 1000)
+                          session_id=session_id, issued_at=now_ms // 1000,
+                          has_account=has_account)
 
-    def _tokens(self, session: NewSession, refresh_token: str,
-                now_ms: int) -> accounts_pb2.SessionTokens:
+    async def _tokens(self, session: NewSession, refresh_token: str,
+                      now_ms: int) -> accounts_pb2.SessionTokens:
         issued_s = now_ms // 1000
+        has_account = await asyncio.to_thread(self.store.has_identity, session.player_id)
         return accounts_pb2.SessionTokens(
-            access_token=self.mint_access(session.player_id, session.session_id, now_ms),
+            access_token=self.mint_access(session.player_id, session.session_id, now_ms,
+                                          has_account=has_account),
             access_expires_at_ms=(issued_s * 1000) + self.policy.access_ms,
             refresh_token=refresh_token, refresh_expires_at_ms=session.refresh_expires_ms,
             session_id=session.session_id, server_time_ms=now_ms,
@@ -108,7 +113,7 @@ class Sessions:
             self.store.open_session, secrets.token_urlsafe(SESSION_ID_BYTES), player_id,
             digest(refresh_token), now, now + self.policy.refresh_ms,
         )
-        return self._tokens(session, refresh_token, now)
+        return await self._tokens(session, refresh_token, now)
 
     async def refresh(self, refresh_token: str) -> tuple[str, accounts_pb2.SessionTokens]:
         """Spend ``refresh_token`` for the next tokens of its session; its player and them.
@@ -128,7 +133,7 @@ class Sessions:
             raise
         if self.admit is not None:
             await self.admit(session.player_id)
-        return session.player_id, self._tokens(session, following, now)
+        return session.player_id, await self._tokens(session, following, now)
 
     async def end(self, session_id: str, player_id: str) -> bool:
         """End ``player_id``'s session ``session_id`` (revoked everywhere); whether it was

@@ -1,11 +1,12 @@
-"""The accounts service's tables in SQL (SQLModel): players, devices, sessions, refresh tokens,
-linked identities.
+"""The accounts service's tables in SQL (SQLModel): players and their profiles, devices,
+sessions, refresh tokens, linked identities.
 
 SQLite is the embedded default and PostgreSQL the production store, at the same URL as the
 other services' tables (``Settings.store_url()``); every table's name starts with
-``accounts_``. On PostgreSQL the tables come from the Alembic revisions 0005 and 0006
+``accounts_``. On PostgreSQL the tables come from the Alembic revisions 0005 to 0007
 (``services/platform/migrations/versions``, run by :meth:`AccountsStore.open`); on SQLite
-from these models (``create_all``). Keep the two in step
+from these models (``create_all``), a file of an older version gaining the columns added
+since (each has a server default, which its old rows take). Keep the two in step
 (``tests/services/platform/test_migrations.py`` compares them).
 
 Secrets are never stored, only their SHA-256 digests: a device secret and a refresh token
@@ -31,7 +32,8 @@ Errors::
      ├── IdentityLinkedElsewhere  an identity of another player
      ├── ProviderAlreadyLinked  a second identity of one provider for a player
      ├── IdentityNotLinked      unlinking an identity the player lacks
-     └── LastWayIn              unlinking the player's last identity, with no device
+     ├── LastWayIn              unlinking the player's last identity, with no device
+     └── AccountNotFound        a profile of a player id not stored here
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from sqlalchemy import (
     BigInteger,
     Column,
     Connection,
+    Engine,
     Index,
     LargeBinary,
     String,
@@ -58,9 +61,11 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import registry
+from sqlalchemy.schema import CreateColumn
 from sqlmodel import Field, SQLModel
 
 from services.platform.sql_engine import SqlTables, open_sql_engine, open_tables
+from services.platform.validation import quoted_input
 
 PLAYER_ID_CHARS: Final = 64
 DEVICE_ID_CHARS: Final = 128
@@ -69,6 +74,9 @@ DIGEST_BYTES: Final = 32
 PROVIDER_CHARS: Final = 32
 SUBJECT_CHARS: Final = 255
 EMAIL_CHARS: Final = 320
+DISPLAY_NAME_CHARS: Final = 64
+AVATAR_ID_CHARS: Final = 64
+LOCALE_CHARS: Final = 16
 
 
 class AccountsModel(SQLModel, registry=registry()):
@@ -76,13 +84,25 @@ class AccountsModel(SQLModel, registry=registry()):
 
 
 class PlayerRow(AccountsModel, table=True):
-    """A player: the identity every device and session of theirs leads to."""
+    """A player: the identity every device and session of theirs leads to, and their
+    profile.
+
+    A column added after the table first shipped needs a ``server_default`` (the value the
+    rows stored before take, on PostgreSQL by its Alembic revision, on SQLite by
+    :func:`_add_missing_columns`).
+    """
 
     __tablename__ = "accounts_players"
 
     player_id: str = Field(sa_column=Column(String(PLAYER_ID_CHARS), primary_key=True))
-    display_name: str = Field(sa_column=Column(String(64), nullable=False))
+    display_name: str = Field(sa_column=Column(String(DISPLAY_NAME_CHARS), nullable=False))
     created_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
+    avatar_id: str = Field(sa_column=Column(String(AVATAR_ID_CHARS), nullable=False,
+                                            server_default=""))
+    """The app's picture for the player ("" when none is chosen; revision 0007)."""
+    locale: str = Field(sa_column=Column(String(LOCALE_CHARS), nullable=False,
+                                         server_default=""))
+    """A BCP 47 tag ("" when none is chosen; revision 0007)."""
 
 
 class DeviceRow(AccountsModel, table=True):
@@ -195,6 +215,10 @@ class LastWayIn(AccountsStoreError):
     """The identity is the player's last way in (no other identity, no device)."""
 
 
+class AccountNotFound(AccountsStoreError):
+    """No player of that id is stored here."""
+
+
 @dataclass(frozen=True, slots=True)
 class GuestSignIn:
     """What a guest sign-in found or made."""
@@ -228,6 +252,32 @@ class FoundPlayer:
 
 
 @dataclass(frozen=True, slots=True)
+class Profile:
+    """A player's profile as stored."""
+
+    player_id: str
+    display_name: str
+    avatar_id: str
+    locale: str
+    created_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileChange:
+    """New values for a profile's fields; a field left None keeps its value."""
+
+    display_name: str | None = None
+    avatar_id: str | None = None
+    locale: str | None = None
+
+    def values(self) -> dict[str, str]:
+        """The columns to change and their new values."""
+        return {name: value for name, value in (
+            ("display_name", self.display_name), ("avatar_id", self.avatar_id),
+            ("locale", self.locale)) if value is not None}
+
+
+@dataclass(frozen=True, slots=True)
 class NewSession:
     """An opened session and its first refresh token's digest."""
 
@@ -253,7 +303,9 @@ class AccountsStore(SqlTables):
 
             upgrade_database(url)
             return cls(open_sql_engine(url, owner="accounts"))
-        return cls(open_tables(url, AccountsModel.metadata, owner="accounts"))
+        engine = open_tables(url, AccountsModel.metadata, owner="accounts")
+        _add_missing_columns(engine)
+        return cls(engine)
 
     def sign_in_guest(self, device_id: str, secret_digest: bytes, display_name: str,
                       new_player_id: str, now_ms: int, *, check: str | None) -> GuestSignIn:
@@ -399,6 +451,37 @@ class AccountsStore(SqlTables):
             ).scalar_one_or_none()
         return ended == 0
 
+    # ---- profiles ----
+
+    def profile(self, player_id: str) -> Profile:
+        """``player_id``'s profile.
+
+        :raises AccountNotFound: no such player is stored here.
+        """
+        with self._reading() as connection:
+            row = connection.execute(
+                select(PLAYERS).where(PLAYERS.c.player_id == player_id)).first()
+        if row is None:
+            raise _account_not_found(player_id)
+        return _profile_of(row)
+
+    def update_profile(self, player_id: str, change: ProfileChange) -> Profile:
+        """Change the fields of ``player_id``'s profile that ``change`` sets; the profile
+        as it is then.
+
+        :raises AccountNotFound: no such player is stored here.
+        """
+        with self._transaction() as connection:
+            values = change.values()
+            if values:
+                connection.execute(update(PLAYERS).where(PLAYERS.c.player_id == player_id)
+                                   .values(**values))
+            row = connection.execute(
+                select(PLAYERS).where(PLAYERS.c.player_id == player_id)).first()
+        if row is None:
+            raise _account_not_found(player_id)
+        return _profile_of(row)
+
     # ---- identities ----
 
     def sign_in_identity(self, provider: str, subject: str, email: str, new_player_id: str,
@@ -533,6 +616,13 @@ class AccountsStore(SqlTables):
             return bool(connection.execute(
                 delete(PLAYERS).where(PLAYERS.c.player_id == player_id)).rowcount)
 
+    def has_identity(self, player_id: str) -> bool:
+        """Whether ``player_id`` has an identity provider's identity linked."""
+        with self._reading() as connection:
+            return connection.execute(
+                select(IDENTITIES.c.provider).where(IDENTITIES.c.player_id == player_id)
+                .limit(1)).first() is not None
+
     def has_player(self, player_id: str) -> bool:
         """Whether ``player_id`` is a player of this store."""
         with self._reading() as connection:
@@ -553,6 +643,32 @@ class AccountsStore(SqlTables):
         ``BEGIN IMMEDIATE`` holds the whole database already)."""
         connection.execute(select(PLAYERS.c.player_id)
                            .where(PLAYERS.c.player_id == player_id).with_for_update())
+
+
+def _account_not_found(player_id: str) -> AccountNotFound:
+    return AccountNotFound(f"no player {quoted_input(player_id)} has signed in to the "
+                           "accounts service")
+
+
+def _profile_of(row: Any) -> Profile:
+    return Profile(str(row.player_id), str(row.display_name), str(row.avatar_id),
+                   str(row.locale), int(row.created_ms))
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Bring a SQLite file of an older version to the models: add every column a table
+    lacks, with its server default (what PostgreSQL's revisions do for its rows)."""
+    with engine.begin() as connection:
+        for table in TABLES:
+            present = {row[1] for row in connection.exec_driver_sql(
+                f"PRAGMA table_info({table.name})")}
+            for column in table.columns:
+                if column.name not in present:
+                    if column.server_default is None:
+                        raise AssertionError(f"{table.name}.{column.name} was added to the "
+                                             "table later: give it a server_default")
+                    added = CreateColumn(column).compile(dialect=engine.dialect)
+                    connection.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN {added}")
 
 
 def _identity_of(row: Any) -> Identity:

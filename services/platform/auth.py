@@ -74,6 +74,9 @@ class Identity:
     session_id: str | None = None
     """The accounts service's session the token belongs to (its ``sid`` claim); None for
     tokens outside sessions (the lobby's guest sign-in, service tokens)."""
+    has_account: bool = False
+    """The player has an identity provider's identity linked (the ``acct`` claim the accounts
+    service sets): a guest who linked one is a guest no more, whatever its ``g-`` id."""
 
     @property
     def is_privileged(self) -> bool:
@@ -82,8 +85,9 @@ class Identity:
 
     @property
     def is_guest(self) -> bool:
-        """A player signed in as a guest (``SignInGuest``), not with an account."""
-        return self.role is Role.PLAYER and self.player_id.startswith(GUEST_ID_PREFIX)
+        """A player signed in as a guest (``SignInGuest``) with no identity linked."""
+        return (self.role is Role.PLAYER and not self.has_account
+                and self.player_id.startswith(GUEST_ID_PREFIX))
 
 
 class AuthError(Exception):
@@ -172,21 +176,24 @@ class TokenKeyRing:
 def mint_token(
     signer: TokenSigner, player_id: str, role: Role = Role.PLAYER, *,
     ttl_seconds: int = 24 * 3600, session_id: str | None = None, issued_at: int | None = None,
+    has_account: bool = False,
 ) -> str:
     """A signed bearer token for ``player_id`` acting as ``role`` (in the session
-    ``session_id``, its ``sid`` claim, when given), issued at ``issued_at`` (epoch seconds;
-    None: now).
+    ``session_id``, its ``sid`` claim, when given; ``has_account``: the ``acct`` claim, a
+    player with an identity linked), issued at ``issued_at`` (epoch seconds; None: now).
 
     >>> signer = TokenSigner.generate("operator", "ops-1")
     >>> ring = TokenKeyRing.trusting({signer: [Role.PLAYER, Role.ADMIN]})
     >>> verify_token(ring, mint_token(signer, "p1"))
-    Identity(player_id='p1', role=<Role.PLAYER: 'player'>, session_id=None)
+    Identity(player_id='p1', role=<Role.PLAYER: 'player'>, session_id=None, has_account=False)
     """
     now = int(time.time()) if issued_at is None else issued_at
     claims: dict[str, object] = {"sub": player_id, "role": str(role), "iss": _ISSUER,
                                  "iat": now, "exp": now + ttl_seconds}
     if session_id is not None:
         claims["sid"] = session_id
+    if has_account:
+        claims["acct"] = True
     return jwt.encode(claims, signer.private_key, algorithm=_ALGORITHM,
                       headers={"kid": signer.kid})
 
@@ -241,7 +248,7 @@ def _verify(keys: TokenKeyRing, token: str) -> tuple[Identity, int]:
     session_id = claims.get("sid")
     if session_id is not None and (not isinstance(session_id, str) or not session_id):
         raise AuthError("the bearer token names no valid session")
-    return Identity(player_id, role, session_id), int(claims["exp"])
+    return Identity(player_id, role, session_id, claims.get("acct") is True), int(claims["exp"])
 
 
 class TokenCache:

@@ -758,6 +758,30 @@ async def _last_way_in(api: Api) -> object:
         provider="reasons", subject="reasons-4"), metadata=await _linked(api, "reasons-4"))
 
 
+async def _update_profile(api: Api, request: accounts_pb2.UpdateProfileRequest) -> object:
+    """UpdateProfile by a new guest of the accounts service."""
+    guest = await _accounts(api).SignInGuest(accounts_pb2.AccountsServiceSignInGuestRequest(
+        device_id=f"reasons-profile-{request.avatar_id or request.locale}"))
+    return await _accounts(api).UpdateProfile(request, metadata=(
+        ("authorization", f"Bearer {guest.tokens.access_token}"),))
+
+
+@trigger("account_not_found")
+async def _account_not_found(api: Api) -> object:
+    return await _accounts(api).GetProfile(accounts_pb2.GetProfileRequest(
+        player_id="a-0000000000000000"), metadata=api.auth("p0"))
+
+
+@trigger("invalid_avatar_id")
+async def _invalid_avatar_id(api: Api) -> object:
+    return await _update_profile(api, accounts_pb2.UpdateProfileRequest(avatar_id="Cat"))
+
+
+@trigger("invalid_locale")
+async def _invalid_locale(api: Api) -> object:
+    return await _update_profile(api, accounts_pb2.UpdateProfileRequest(locale="fa_IR"))
+
+
 @trigger("id_token_invalid")
 async def _id_token_invalid(api: Api) -> object:
     return await _id_token_sign_in(api, "not-a-jwt")

@@ -1,12 +1,14 @@
 """Every RPC of every service, sent hostile messages, answers with a documented status.
 
-A whole process (lobby, game service with presence; events and tables in PostgreSQL, where
-a NUL byte once leaked the SQL error) serves on loopback. Hypothesis sends every method
-of ``GameService`` and ``LobbyService`` (read from the proto descriptors, so a new RPC is
-covered without touching this file) random messages built from the descriptors: strings
+A whole process (every service, the game service with presence; events and tables in
+PostgreSQL, where a NUL byte once leaked the SQL error) serves on loopback. Hypothesis sends
+every method of every service (read from the proto descriptors, so a new RPC is covered
+without touching this file) random messages built from the descriptors: strings
 with NUL, control, format and direction-override characters, strings past any limit, raw
 and invalid-UTF-8 bytes, unknown enum values, empty oneofs, and raw garbage instead of a
-message, with valid, expired, forged and missing tokens. Every reply must be:
+message, with valid, expired, forged and missing tokens (a session of the accounts service
+among the valid ones, so that calls about one's own account reach a stored player). Every
+reply must be:
 
 - OK or one of the statuses the API documents (never UNKNOWN or INTERNAL);
 - free of tracebacks, SQL, library names and the server's file paths, in its message and
@@ -32,7 +34,15 @@ from google.protobuf.message_factory import GetMessageClass
 from hypothesis import HealthCheck, given, settings
 from sqlalchemy import create_engine, text
 
-from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, lobby_pb2, lobby_pb2_grpc
+from dast.v1 import (
+    accounts_pb2,
+    accounts_pb2_grpc,
+    common_pb2,
+    game_pb2,
+    game_pb2_grpc,
+    lobby_pb2,
+    lobby_pb2_grpc,
+)
 from services.compose import StackOptions, running_stack
 from services.platform.auth import Role
 from services.platform.limits import MACHINE_SPEED
@@ -116,9 +126,13 @@ def world(pg_url: str) -> Iterator[World]:
                                         metadata=metadata)).table
         started = (await lobby.StartGame(
             lobby_pb2.StartGameRequest(table_id=table.table_id), metadata=metadata)).table
+        account = await accounts_pb2_grpc.AccountsServiceStub(channel).SignInGuest(
+            accounts_pb2.AccountsServiceSignInGuestRequest(device_id="device-hostile-account",
+                                                           display_name="Account"))
         tokens: dict[str, str | None] = {
             "none": None,
             "seated": host.token,
+            "account": account.tokens.access_token,
             "stranger": signed_token("g-stranger"),
             "service": signed_token("lobby", Role.SERVICE),
             "admin": signed_token("root", Role.ADMIN),
@@ -127,7 +141,7 @@ def world(pg_url: str) -> Iterator[World]:
             "garbage": "not.a.token",
         }
         ids = [started.game_id, table.table_id, table.invite_code, host.player_id,
-               started.seats[1].player_id, f"{host.player_id}:1"]
+               started.seats[1].player_id, f"{host.player_id}:1", account.player_id]
         return World(run.address, pg_url, loop, channel, tokens, ids, started.game_id)
 
     try:
@@ -206,5 +220,9 @@ def test_hostile_requests_get_documented_statuses_and_change_nothing(world: Worl
         assert view.seq == after[world.game_id]
         fresh = await _sign_in(world.channel, "device-after-the-storm")
         assert fresh.token
+        admin = (("authorization", f"Bearer {world.tokens['admin']}"),)
+        profile = (await accounts_pb2_grpc.AccountsServiceStub(world.channel).GetProfile(
+            accounts_pb2.GetProfileRequest(player_id=world.ids[-1]), metadata=admin)).profile
+        assert profile.player_id == world.ids[-1] and profile.display_name
 
     world.run(still_serving())

@@ -45,7 +45,7 @@ DOCUMENTED: Final = frozenset({
 LEAKS: Final = ("Traceback", 'File "', "sqlalchemy", "psycopg", "SELECT ", "INSERT INTO",
                 " WHERE ", "site-packages", ROOT, "Exception", "Error:")
 """What no reply may carry: the server's internals (stack traces, SQL, library names, paths)."""
-VALID_TOKENS: Final = ("seated", "stranger", "service", "admin")
+VALID_TOKENS: Final = ("seated", "account", "stranger", "service", "admin")
 """Token names that pass authentication (drawn more often, so calls reach the services)."""
 STREAM_WAIT_SECONDS: Final = 0.2
 """How long a stream that answered normally is followed before the client cancels it."""

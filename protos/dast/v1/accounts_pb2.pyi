@@ -36,12 +36,22 @@ elsewhere), a player has at most one identity of each provider (provider_already
 UnlinkIdentity refuses to remove a player's last way in (last_way_in): an identity goes
 only while another identity or a device still signs the player in.
 
+Profiles. Every player has a profile: a display name (the rules of every name a player
+chooses), an avatar id and a locale. GetProfile reads a player's profile: the whole of it
+for the player themselves (with a session of this service) and for service and admin
+tokens, the public part (player id, display name, avatar id) for everyone else.
+UpdateProfile changes the fields a request sets and leaves the others as they are.
+A player id's profile exists once that player signed in here (a lobby guest that has not
+moved over has none: account_not_found).
+
 The request and response of SignInGuest carry the service's name (the lobby has messages
 of the same name for its own, retired, guest sign-in).
 
 Errors (google.rpc.ErrorInfo, domain "dast.dev", reason the name of an ErrorReason value
-of errors.proto): INVALID_ARGUMENT (invalid_request, invalid_display_name) for a
-malformed field; UNAUTHENTICATED device_secret_invalid for a known device without its
+of errors.proto): INVALID_ARGUMENT (invalid_request, invalid_display_name,
+invalid_avatar_id, invalid_locale) for a malformed field; NOT_FOUND account_not_found for
+a profile of a player id this service does not know; PERMISSION_DENIED role_required for
+UpdateProfile with a service's or an admin's token; UNAUTHENTICATED device_secret_invalid for a known device without its
 secret, refresh_token_invalid for a refresh token that is unknown, expired or of an
 ended session, refresh_token_reused for one already spent (its session is ended now);
 FAILED_PRECONDITION no_session for SignOut with a token that names no session, and
@@ -416,6 +426,136 @@ class ListIdentitiesResponse(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["devices", b"devices", "identities", b"identities"]) -> None: ...
 
 Global___ListIdentitiesResponse: typing_extensions.TypeAlias = ListIdentitiesResponse
+
+@typing.final
+class Profile(google.protobuf.message.Message):
+    """A player's profile. The public part (player_id, display_name, avatar_id) is what other
+    players see; locale and created_at_ms are the player's own (and services' and operators').
+    """
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: builtins.int
+    DISPLAY_NAME_FIELD_NUMBER: builtins.int
+    AVATAR_ID_FIELD_NUMBER: builtins.int
+    LOCALE_FIELD_NUMBER: builtins.int
+    CREATED_AT_MS_FIELD_NUMBER: builtins.int
+    FULL_FIELD_NUMBER: builtins.int
+    player_id: builtins.str
+    display_name: builtins.str
+    avatar_id: builtins.str
+    """The app's picture for the player: 1 to 64 characters of a-z, 0-9, '-' and '_',
+    starting with a letter or digit, chosen among the app's own ("" when none is chosen).
+    """
+    locale: builtins.str
+    """The player's language as a BCP 47 tag: a language (2 or 3 letters), optionally a
+    script (4 letters) and a region (2 letters or 3 digits), in canonical case: "fa",
+    "fa-IR", "ar-SA", "az-Latn-AZ", "es-419" ("" when none is chosen). Empty when not full.
+    """
+    created_at_ms: builtins.int
+    """when the player was created (the server's clock); 0 when not full"""
+    full: builtins.bool
+    """the whole profile; false: the public part only"""
+    def __init__(
+        self,
+        *,
+        player_id: builtins.str = ...,
+        display_name: builtins.str = ...,
+        avatar_id: builtins.str = ...,
+        locale: builtins.str = ...,
+        created_at_ms: builtins.int = ...,
+        full: builtins.bool = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["avatar_id", b"avatar_id", "created_at_ms", b"created_at_ms", "display_name", b"display_name", "full", b"full", "locale", b"locale", "player_id", b"player_id"]) -> None: ...
+
+Global___Profile: typing_extensions.TypeAlias = Profile
+
+@typing.final
+class GetProfileRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: builtins.int
+    player_id: builtins.str
+    """The player whose profile to read; empty: the caller's own (a player's token only)."""
+    def __init__(
+        self,
+        *,
+        player_id: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["player_id", b"player_id"]) -> None: ...
+
+Global___GetProfileRequest: typing_extensions.TypeAlias = GetProfileRequest
+
+@typing.final
+class GetProfileResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    PROFILE_FIELD_NUMBER: builtins.int
+    @property
+    def profile(self) -> Global___Profile: ...
+    def __init__(
+        self,
+        *,
+        profile: Global___Profile | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["profile", b"profile"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["profile", b"profile"]) -> None: ...
+
+Global___GetProfileResponse: typing_extensions.TypeAlias = GetProfileResponse
+
+@typing.final
+class UpdateProfileRequest(google.protobuf.message.Message):
+    """Each field the request sets is changed; an unset field keeps its value. At least one."""
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    DISPLAY_NAME_FIELD_NUMBER: builtins.int
+    AVATAR_ID_FIELD_NUMBER: builtins.int
+    LOCALE_FIELD_NUMBER: builtins.int
+    display_name: builtins.str
+    """The new display name, cleaned as at sign-in (at most 32 characters once cleaned; one
+    with nothing visible is refused: a player always has a name).
+    """
+    avatar_id: builtins.str
+    """as Profile.avatar_id; "" removes the avatar"""
+    locale: builtins.str
+    """As Profile.locale, in any case ("FA-ir" is kept as "fa-IR"); "" removes the locale."""
+    def __init__(
+        self,
+        *,
+        display_name: builtins.str | None = ...,
+        avatar_id: builtins.str | None = ...,
+        locale: builtins.str | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["_avatar_id", b"_avatar_id", "_display_name", b"_display_name", "_locale", b"_locale", "avatar_id", b"avatar_id", "display_name", b"display_name", "locale", b"locale"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_avatar_id", b"_avatar_id", "_display_name", b"_display_name", "_locale", b"_locale", "avatar_id", b"avatar_id", "display_name", b"display_name", "locale", b"locale"]) -> None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_avatar_id", b"_avatar_id"]) -> typing.Literal["avatar_id"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_display_name", b"_display_name"]) -> typing.Literal["display_name"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_locale", b"_locale"]) -> typing.Literal["locale"] | None: ...
+
+Global___UpdateProfileRequest: typing_extensions.TypeAlias = UpdateProfileRequest
+
+@typing.final
+class UpdateProfileResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    PROFILE_FIELD_NUMBER: builtins.int
+    @property
+    def profile(self) -> Global___Profile:
+        """the whole profile as it is now"""
+
+    def __init__(
+        self,
+        *,
+        profile: Global___Profile | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["profile", b"profile"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["profile", b"profile"]) -> None: ...
+
+Global___UpdateProfileResponse: typing_extensions.TypeAlias = UpdateProfileResponse
 
 @typing.final
 class DeleteAccountRequest(google.protobuf.message.Message):

@@ -74,6 +74,16 @@ class AccountsServiceStub:
                 request_serializer=dast_dot_v1_dot_accounts__pb2.ListIdentitiesRequest.SerializeToString,
                 response_deserializer=dast_dot_v1_dot_accounts__pb2.ListIdentitiesResponse.FromString,
                 _registered_method=True)
+        self.GetProfile = channel.unary_unary(
+                '/dast.v1.AccountsService/GetProfile',
+                request_serializer=dast_dot_v1_dot_accounts__pb2.GetProfileRequest.SerializeToString,
+                response_deserializer=dast_dot_v1_dot_accounts__pb2.GetProfileResponse.FromString,
+                _registered_method=True)
+        self.UpdateProfile = channel.unary_unary(
+                '/dast.v1.AccountsService/UpdateProfile',
+                request_serializer=dast_dot_v1_dot_accounts__pb2.UpdateProfileRequest.SerializeToString,
+                response_deserializer=dast_dot_v1_dot_accounts__pb2.UpdateProfileResponse.FromString,
+                _registered_method=True)
         self.DeleteAccount = channel.unary_unary(
                 '/dast.v1.AccountsService/DeleteAccount',
                 request_serializer=dast_dot_v1_dot_accounts__pb2.DeleteAccountRequest.SerializeToString,
@@ -143,6 +153,20 @@ class AccountsServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetProfile(self, request, context):
+        """A player's profile: the caller's own in full, another player's public part.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateProfile(self, request, context):
+        """Change the caller's display name, avatar id or locale (the fields the request sets).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def DeleteAccount(self, request, context):
         """Delete the caller's account: its identities, devices, name and sessions are removed at
         once, everywhere; the player id stays in signed logs and figures, shown as a deleted
@@ -194,6 +218,16 @@ def add_AccountsServiceServicer_to_server(servicer, server):
                     servicer.ListIdentities,
                     request_deserializer=dast_dot_v1_dot_accounts__pb2.ListIdentitiesRequest.FromString,
                     response_serializer=dast_dot_v1_dot_accounts__pb2.ListIdentitiesResponse.SerializeToString,
+            ),
+            'GetProfile': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetProfile,
+                    request_deserializer=dast_dot_v1_dot_accounts__pb2.GetProfileRequest.FromString,
+                    response_serializer=dast_dot_v1_dot_accounts__pb2.GetProfileResponse.SerializeToString,
+            ),
+            'UpdateProfile': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateProfile,
+                    request_deserializer=dast_dot_v1_dot_accounts__pb2.UpdateProfileRequest.FromString,
+                    response_serializer=dast_dot_v1_dot_accounts__pb2.UpdateProfileResponse.SerializeToString,
             ),
             'DeleteAccount': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteAccount,
@@ -417,6 +451,60 @@ class AccountsService:
             '/dast.v1.AccountsService/ListIdentities',
             dast_dot_v1_dot_accounts__pb2.ListIdentitiesRequest.SerializeToString,
             dast_dot_v1_dot_accounts__pb2.ListIdentitiesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetProfile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dast.v1.AccountsService/GetProfile',
+            dast_dot_v1_dot_accounts__pb2.GetProfileRequest.SerializeToString,
+            dast_dot_v1_dot_accounts__pb2.GetProfileResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateProfile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dast.v1.AccountsService/UpdateProfile',
+            dast_dot_v1_dot_accounts__pb2.UpdateProfileRequest.SerializeToString,
+            dast_dot_v1_dot_accounts__pb2.UpdateProfileResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -36,12 +36,22 @@ elsewhere), a player has at most one identity of each provider (provider_already
 UnlinkIdentity refuses to remove a player's last way in (last_way_in): an identity goes
 only while another identity or a device still signs the player in.
 
+Profiles. Every player has a profile: a display name (the rules of every name a player
+chooses), an avatar id and a locale. GetProfile reads a player's profile: the whole of it
+for the player themselves (with a session of this service) and for service and admin
+tokens, the public part (player id, display name, avatar id) for everyone else.
+UpdateProfile changes the fields a request sets and leaves the others as they are.
+A player id's profile exists once that player signed in here (a lobby guest that has not
+moved over has none: account_not_found).
+
 The request and response of SignInGuest carry the service's name (the lobby has messages
 of the same name for its own, retired, guest sign-in).
 
 Errors (google.rpc.ErrorInfo, domain "dast.dev", reason the name of an ErrorReason value
-of errors.proto): INVALID_ARGUMENT (invalid_request, invalid_display_name) for a
-malformed field; UNAUTHENTICATED device_secret_invalid for a known device without its
+of errors.proto): INVALID_ARGUMENT (invalid_request, invalid_display_name,
+invalid_avatar_id, invalid_locale) for a malformed field; NOT_FOUND account_not_found for
+a profile of a player id this service does not know; PERMISSION_DENIED role_required for
+UpdateProfile with a service's or an admin's token; UNAUTHENTICATED device_secret_invalid for a known device without its
 secret, refresh_token_invalid for a refresh token that is unknown, expired or of an
 ended session, refresh_token_reused for one already spent (its session is ended now);
 FAILED_PRECONDITION no_session for SignOut with a token that names no session, and
@@ -202,6 +212,38 @@ _AccountsServiceListIdentitiesType = typing_extensions.TypeVar(
     ],
 )
 
+_AccountsServiceGetProfileType = typing_extensions.TypeVar(
+    '_AccountsServiceGetProfileType',
+    grpc.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.GetProfileRequest,
+        dast.v1.accounts_pb2.GetProfileResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.GetProfileRequest,
+        dast.v1.accounts_pb2.GetProfileResponse,
+    ],
+    default=grpc.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.GetProfileRequest,
+        dast.v1.accounts_pb2.GetProfileResponse,
+    ],
+)
+
+_AccountsServiceUpdateProfileType = typing_extensions.TypeVar(
+    '_AccountsServiceUpdateProfileType',
+    grpc.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.UpdateProfileRequest,
+        dast.v1.accounts_pb2.UpdateProfileResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.UpdateProfileRequest,
+        dast.v1.accounts_pb2.UpdateProfileResponse,
+    ],
+    default=grpc.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.UpdateProfileRequest,
+        dast.v1.accounts_pb2.UpdateProfileResponse,
+    ],
+)
+
 _AccountsServiceDeleteAccountType = typing_extensions.TypeVar(
     '_AccountsServiceDeleteAccountType',
     grpc.UnaryUnaryMultiCallable[
@@ -218,7 +260,7 @@ _AccountsServiceDeleteAccountType = typing_extensions.TypeVar(
     ],
 )
 
-class AccountsServiceStub(typing.Generic[_AccountsServiceSignInGuestType, _AccountsServiceRefreshType, _AccountsServiceSignOutType, _AccountsServiceSignOutEverywhereType, _AccountsServiceSignInWithIdTokenType, _AccountsServiceLinkIdentityType, _AccountsServiceUnlinkIdentityType, _AccountsServiceListIdentitiesType, _AccountsServiceDeleteAccountType]):
+class AccountsServiceStub(typing.Generic[_AccountsServiceSignInGuestType, _AccountsServiceRefreshType, _AccountsServiceSignOutType, _AccountsServiceSignOutEverywhereType, _AccountsServiceSignInWithIdTokenType, _AccountsServiceLinkIdentityType, _AccountsServiceUnlinkIdentityType, _AccountsServiceListIdentitiesType, _AccountsServiceGetProfileType, _AccountsServiceUpdateProfileType, _AccountsServiceDeleteAccountType]):
     @typing.overload
     def __init__(self: AccountsServiceStub[
         grpc.UnaryUnaryMultiCallable[
@@ -252,6 +294,14 @@ class AccountsServiceStub(typing.Generic[_AccountsServiceSignInGuestType, _Accou
         grpc.UnaryUnaryMultiCallable[
             dast.v1.accounts_pb2.ListIdentitiesRequest,
             dast.v1.accounts_pb2.ListIdentitiesResponse,
+        ],
+        grpc.UnaryUnaryMultiCallable[
+            dast.v1.accounts_pb2.GetProfileRequest,
+            dast.v1.accounts_pb2.GetProfileResponse,
+        ],
+        grpc.UnaryUnaryMultiCallable[
+            dast.v1.accounts_pb2.UpdateProfileRequest,
+            dast.v1.accounts_pb2.UpdateProfileResponse,
         ],
         grpc.UnaryUnaryMultiCallable[
             dast.v1.accounts_pb2.DeleteAccountRequest,
@@ -294,6 +344,14 @@ class AccountsServiceStub(typing.Generic[_AccountsServiceSignInGuestType, _Accou
             dast.v1.accounts_pb2.ListIdentitiesResponse,
         ],
         grpc.aio.UnaryUnaryMultiCallable[
+            dast.v1.accounts_pb2.GetProfileRequest,
+            dast.v1.accounts_pb2.GetProfileResponse,
+        ],
+        grpc.aio.UnaryUnaryMultiCallable[
+            dast.v1.accounts_pb2.UpdateProfileRequest,
+            dast.v1.accounts_pb2.UpdateProfileResponse,
+        ],
+        grpc.aio.UnaryUnaryMultiCallable[
             dast.v1.accounts_pb2.DeleteAccountRequest,
             dast.v1.accounts_pb2.DeleteAccountResponse,
         ],
@@ -328,6 +386,12 @@ class AccountsServiceStub(typing.Generic[_AccountsServiceSignInGuestType, _Accou
 
     ListIdentities: _AccountsServiceListIdentitiesType
     """The identities linked to the caller's player, and whether a device signs it in."""
+
+    GetProfile: _AccountsServiceGetProfileType
+    """A player's profile: the caller's own in full, another player's public part."""
+
+    UpdateProfile: _AccountsServiceUpdateProfileType
+    """Change the caller's display name, avatar id or locale (the fields the request sets)."""
 
     DeleteAccount: _AccountsServiceDeleteAccountType
     """Delete the caller's account: its identities, devices, name and sessions are removed at
@@ -367,6 +431,14 @@ AccountsServiceAsyncStub: typing_extensions.TypeAlias = AccountsServiceStub[
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.accounts_pb2.ListIdentitiesRequest,
         dast.v1.accounts_pb2.ListIdentitiesResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.GetProfileRequest,
+        dast.v1.accounts_pb2.GetProfileResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.accounts_pb2.UpdateProfileRequest,
+        dast.v1.accounts_pb2.UpdateProfileResponse,
     ],
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.accounts_pb2.DeleteAccountRequest,
@@ -444,6 +516,22 @@ class AccountsServiceServicer(metaclass=abc.ABCMeta):
         context: _ServicerContext,
     ) -> typing.Union[dast.v1.accounts_pb2.ListIdentitiesResponse, collections.abc.Awaitable[dast.v1.accounts_pb2.ListIdentitiesResponse]]:
         """The identities linked to the caller's player, and whether a device signs it in."""
+
+    @abc.abstractmethod
+    def GetProfile(
+        self,
+        request: dast.v1.accounts_pb2.GetProfileRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[dast.v1.accounts_pb2.GetProfileResponse, collections.abc.Awaitable[dast.v1.accounts_pb2.GetProfileResponse]]:
+        """A player's profile: the caller's own in full, another player's public part."""
+
+    @abc.abstractmethod
+    def UpdateProfile(
+        self,
+        request: dast.v1.accounts_pb2.UpdateProfileRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[dast.v1.accounts_pb2.UpdateProfileResponse, collections.abc.Awaitable[dast.v1.accounts_pb2.UpdateProfileResponse]]:
+        """Change the caller's display name, avatar id or locale (the fields the request sets)."""
 
     @abc.abstractmethod
     def DeleteAccount(

@@ -422,6 +422,20 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     """FAILED_PRECONDITION: the identity is the player's last way in (no other identity, no
     device). The app: link another identity first.
     """
+    ERROR_REASON_ACCOUNT_NOT_FOUND: _ErrorReason.ValueType  # 909
+    """NOT_FOUND: no player of that id has signed in to the accounts service (a mistyped id,
+    or a lobby guest that has not moved over). The app: check the id; show the player
+    without a profile.
+    """
+    ERROR_REASON_INVALID_AVATAR_ID: _ErrorReason.ValueType  # 910
+    """INVALID_ARGUMENT: the avatar id is not 1 to 64 characters of a-z, 0-9, '-' and '_'
+    starting with a letter or digit. The app: send one of its own avatar ids.
+    """
+    ERROR_REASON_INVALID_LOCALE: _ErrorReason.ValueType  # 911
+    """INVALID_ARGUMENT: the locale is not a BCP 47 tag of a language, an optional script and
+    an optional region ("fa", "fa-IR"). The app: send the language the person chose in
+    that form.
+    """
     ERROR_REASON_ID_TOKEN_INVALID: _ErrorReason.ValueType  # 920
     """---- Sign-in with OpenID Connect (services/accounts/oidc.py OidcReason) ----
     UNAUTHENTICATED: not a well-formed ID token with a good signature. The app: get a new ID
@@ -845,6 +859,20 @@ ERROR_REASON_IDENTITY_NOT_LINKED: ErrorReason.ValueType  # 907
 ERROR_REASON_LAST_WAY_IN: ErrorReason.ValueType  # 908
 """FAILED_PRECONDITION: the identity is the player's last way in (no other identity, no
 device). The app: link another identity first.
+"""
+ERROR_REASON_ACCOUNT_NOT_FOUND: ErrorReason.ValueType  # 909
+"""NOT_FOUND: no player of that id has signed in to the accounts service (a mistyped id,
+or a lobby guest that has not moved over). The app: check the id; show the player
+without a profile.
+"""
+ERROR_REASON_INVALID_AVATAR_ID: ErrorReason.ValueType  # 910
+"""INVALID_ARGUMENT: the avatar id is not 1 to 64 characters of a-z, 0-9, '-' and '_'
+starting with a letter or digit. The app: send one of its own avatar ids.
+"""
+ERROR_REASON_INVALID_LOCALE: ErrorReason.ValueType  # 911
+"""INVALID_ARGUMENT: the locale is not a BCP 47 tag of a language, an optional script and
+an optional region ("fa", "fa-IR"). The app: send the language the person chose in
+that form.
 """
 ERROR_REASON_ID_TOKEN_INVALID: ErrorReason.ValueType  # 920
 """---- Sign-in with OpenID Connect (services/accounts/oidc.py OidcReason) ----

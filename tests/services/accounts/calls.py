@@ -1,10 +1,13 @@
-"""What the accounts tests share: a session's bearer metadata, how a call was refused, and
-one of several servers of a deployment."""
+"""What the accounts tests share: a session's bearer metadata, how a call was refused, one
+of several servers of a deployment, and the forms docs/accounts.md gives a profile's avatar id
+and locale (as kept)."""
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator
+from typing import Final
 
 import grpc
 import pytest
@@ -14,6 +17,9 @@ from services.compose import Running, StackOptions, running_stack
 from services.platform.errors import reason_of
 from services.platform.limits import MACHINE_SPEED
 from tests.support.tokens import TEST_KEYS
+
+AVATAR_FORM: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+LOCALE_FORM: Final = re.compile(r"[a-z]{2,3}(-[A-Z][a-z]{3})?(-([A-Z]{2}|[0-9]{3}))?")
 
 
 def session_bearer(tokens: accounts_pb2.SessionTokens) -> tuple[tuple[str, str]]:

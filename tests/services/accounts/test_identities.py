@@ -10,7 +10,15 @@ from dataclasses import dataclass
 import grpc
 import pytest
 
-from dast.v1 import accounts_pb2, accounts_pb2_grpc, lobby_pb2, lobby_pb2_grpc
+from dast.v1 import (
+    accounts_pb2,
+    accounts_pb2_grpc,
+    common_pb2,
+    lobby_pb2,
+    lobby_pb2_grpc,
+    tournament_pb2,
+    tournament_pb2_grpc,
+)
 from tests.e2e.helpers import stack
 from tests.services.accounts.calls import refused, session_bearer
 from tests.support.idp import LocalIdp, ec_key, ed25519_key, rsa_key
@@ -193,3 +201,28 @@ async def test_identity_calls_check_their_fields_and_the_caller(
         metadata=lobby_bearer)) == (grpc.StatusCode.FAILED_PRECONDITION, "no_session")
     assert await refused(accounts.ListIdentities(accounts_pb2.ListIdentitiesRequest())) == (
         grpc.StatusCode.UNAUTHENTICATED, "unauthenticated")
+
+
+async def test_a_guest_who_links_an_identity_counts_as_an_account(idps: Idps) -> None:
+    # Where only accounts may create tournaments, a guest may not, and may once an identity
+    # is linked: its next tokens say so (the claim acct), though its id stays a guest's.
+    async with stack(timers=False, bots=False, oidc_providers=idps.providers(),
+                     tournament_creators="accounts") as run, \
+            grpc.aio.insecure_channel(run.address) as channel:
+        accounts = accounts_pb2_grpc.AccountsServiceStub(channel)
+        tournaments = tournament_pb2_grpc.TournamentServiceStub(channel)
+        create = tournament_pb2.CreateTournamentRequest(settings=tournament_pb2.TournamentSettings(
+            name="friday", game_type=common_pb2.GAME_TYPE_HOKM, players_per_table=2, rounds=1))
+        guest = await accounts.SignInGuest(accounts_pb2.AccountsServiceSignInGuestRequest(
+            device_id="linking-phone-9"))
+        assert await refused(tournaments.CreateTournament(
+            create, metadata=session_bearer(guest.tokens))) == (
+            grpc.StatusCode.PERMISSION_DENIED, "tournament_creation_restricted")
+        await accounts.LinkIdentity(Link(provider="main", id_token=idps.main.mint(
+            "r1", sub="guest-turned-account")), metadata=session_bearer(guest.tokens))
+        renewed = await accounts.Refresh(accounts_pb2.RefreshRequest(
+            refresh_token=guest.tokens.refresh_token))
+        assert renewed.player_id == guest.player_id
+        created = await tournaments.CreateTournament(create,
+                                                     metadata=session_bearer(renewed.tokens))
+        assert created.tournament.host_id == guest.player_id

@@ -1,11 +1,13 @@
 """The accounts store on SQLite and PostgreSQL: guests' devices and their secrets, sessions,
-refresh tokens spent once. (tests/services/platform/test_migrations.py checks that the Alembic
-revisions make the same tables as the models.)"""
+refresh tokens spent once, profiles. (tests/services/platform/test_migrations.py checks that
+the Alembic revisions make the same tables as the models.)"""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -13,8 +15,11 @@ from sqlalchemy import select
 from services.accounts.store import (
     DEVICES,
     REFRESH_TOKENS,
+    AccountNotFound,
     AccountsStore,
     DeviceSecretMismatch,
+    Profile,
+    ProfileChange,
     RefreshRefused,
     digest,
 )
@@ -138,3 +143,65 @@ def test_racing_refreshes_of_one_token_let_exactly_one_win(pg_url: str) -> None:
     finally:
         store.close()
 
+
+
+def test_a_new_players_profile_has_its_name_and_no_avatar_or_locale(
+        store: AccountsStore) -> None:
+    _guest(store)
+    assert store.profile("g-0000000000000001") == Profile(
+        "g-0000000000000001", "Guest-0001", "", "", NOW)
+
+
+def test_an_update_changes_the_fields_it_sets_and_keeps_the_others(
+        store: AccountsStore) -> None:
+    _guest(store)
+    _guest(store, "device-0002", player="g-0000000000000002")
+    player = "g-0000000000000001"
+    assert store.update_profile(player, ProfileChange(avatar_id="cat-03")) == Profile(
+        player, "Guest-0001", "cat-03", "", NOW)
+    assert store.update_profile(player, ProfileChange(locale="fa-IR")) == Profile(
+        player, "Guest-0001", "cat-03", "fa-IR", NOW)
+    assert store.update_profile(player, ProfileChange(display_name="نیما")) == Profile(
+        player, "نیما", "cat-03", "fa-IR", NOW)
+    # Empty values are values: no avatar, no locale.
+    assert store.update_profile(player, ProfileChange(avatar_id="", locale="")) == Profile(
+        player, "نیما", "", "", NOW)
+    # The other player is untouched, and a sign-in answers with the new name.
+    assert store.profile("g-0000000000000002").display_name == "Guest-0001"
+    assert store.sign_in_guest("device-0001", digest("s" * 43), "ignored", "g-new", NOW + 1,
+                               check="s" * 43).display_name == "نیما"
+
+
+@pytest.mark.parametrize("player", ["g-0000000000000009", "", "x" * 300, "g-\u202e'; --"])
+def test_a_player_not_stored_here_has_no_profile(store: AccountsStore, player: str) -> None:
+    _guest(store)
+    with pytest.raises(AccountNotFound) as missing:
+        store.profile(player)
+    assert "has signed in to the accounts service" in str(missing.value)
+    assert len(str(missing.value)) < 120  # the id is quoted short, whatever its length
+    with pytest.raises(AccountNotFound):
+        store.update_profile(player, ProfileChange(avatar_id="cat"))
+    assert store.profile("g-0000000000000001").avatar_id == ""
+
+
+def test_a_sqlite_file_of_the_version_before_profiles_gains_their_columns(
+        tmp_path: Path) -> None:
+    # accounts_players as revision 0005 made it, with a player in it.
+    path = tmp_path / "accounts.db"
+    with sqlite3.connect(path) as old:
+        old.execute("CREATE TABLE accounts_players (player_id VARCHAR(64) NOT NULL, "
+                    "display_name VARCHAR(64) NOT NULL, created_ms BIGINT NOT NULL, "
+                    "PRIMARY KEY (player_id))")
+        old.execute("INSERT INTO accounts_players VALUES ('g-0000000000000001', 'Old', 5)")
+    old.close()
+    for opening, locale in enumerate(("", "ar")):  # opening again finds nothing to add
+        store = AccountsStore.open(f"sqlite:///{path}")
+        try:
+            assert store.profile("g-0000000000000001") == Profile(
+                "g-0000000000000001", "Old", "", locale, 5)
+            new_player = f"g-000000000000000{opening + 2}"
+            assert _guest(store, f"device-000{opening}", player=new_player) == (
+                new_player, True)
+            store.update_profile("g-0000000000000001", ProfileChange(locale="ar"))
+        finally:
+            store.close()

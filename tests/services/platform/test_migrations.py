@@ -8,7 +8,7 @@ import sys
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import MetaData, create_engine, inspect
+from sqlalchemy import MetaData, create_engine, inspect, text
 
 from services.accounts.moderation_store import TABLES as MODERATION_TABLES
 from services.accounts.store import TABLES as ACCOUNTS_TABLES
@@ -79,3 +79,19 @@ def test_migrations_match_the_models(pg_url: str) -> None:
     finally:
         engine.dispose()
     assert differences == []
+
+
+def test_players_stored_before_profiles_get_no_avatar_and_no_locale(pg_url: str) -> None:
+    upgrade_database(pg_url, "0006")
+    engine = create_engine(pg_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text(
+                "INSERT INTO accounts_players VALUES ('g-0000000000000001', 'Old', 5)"))
+        upgrade_database(pg_url)
+        with engine.connect() as connection:
+            rows = connection.execute(text(
+                "SELECT player_id, display_name, avatar_id, locale FROM accounts_players")).all()
+    finally:
+        engine.dispose()
+    assert [tuple(row) for row in rows] == [("g-0000000000000001", "Old", "", "")]
