@@ -4,8 +4,9 @@ rotating refresh tokens, sign-out."""
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import grpc
 import pytest
@@ -178,13 +179,20 @@ async def test_sign_in_checks_its_fields(
             grpc.StatusCode.INVALID_ARGUMENT, reason)
 
 
-async def test_a_refresh_token_expires_after_its_days_on_the_services_clock() -> None:
-    now = [int(time.time() * 1000)]
+@contextlib.contextmanager
+def _sessions(policy: TokenPolicy, now: list[int]) -> Iterator[Sessions]:
+    """Sessions over a store in memory, on the clock ``now[0]`` (which the test moves)."""
     store = AccountsStore.open(None)
     try:
-        sessions = Sessions(store, signer("accounts"), TEST_KEYS.ring,
-                            policy=TokenPolicy(access_minutes=5, refresh_days=2),
-                            clock=lambda: now[0])
+        yield Sessions(store, signer("accounts"), TEST_KEYS.ring, policy=policy,
+                       clock=lambda: now[0])
+    finally:
+        store.close()
+
+
+async def test_a_refresh_token_expires_after_its_days_on_the_services_clock() -> None:
+    now = [int(time.time() * 1000)]
+    with _sessions(TokenPolicy(access_minutes=5, refresh_days=2), now) as sessions:
         tokens = await sessions.open("g-00000000000000bb")
         assert verify_token(TEST_KEYS.ring, tokens.access_token).session_id == tokens.session_id
         now[0] += 2 * 86_400_000 - 1
@@ -196,8 +204,6 @@ async def test_a_refresh_token_expires_after_its_days_on_the_services_clock() ->
         with pytest.raises(AuthError):
             verify_token(TEST_KEYS.ring, sessions.mint_access("g-00000000000000bb", "sid",
                                                               now[0] - 86_400_000))
-    finally:
-        store.close()
 
 
 def test_token_lifetimes_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -221,11 +227,7 @@ async def test_access_tokens_may_live_seconds_for_tests(monkeypatch: pytest.Monk
     assert options.revocation_minutes == 1  # revoked sessions are kept while tokens live
     assert StackOptions(access_token_minutes=15).revocation_minutes == 15
     now = [int(time.time() * 1000)]
-    store = AccountsStore.open(None)
-    try:
-        sessions = Sessions(store, signer("accounts"), TEST_KEYS.ring,
-                            policy=TokenPolicy(access_minutes=15, access_seconds=3),
-                            clock=lambda: now[0])
+    with _sessions(TokenPolicy(access_minutes=15, access_seconds=3), now) as sessions:
         tokens = await sessions.open("g-00000000000000cc")
         assert tokens.access_expires_at_ms - tokens.server_time_ms <= 3_000
         assert verify_token(TEST_KEYS.ring, tokens.access_token).session_id == tokens.session_id
@@ -234,5 +236,3 @@ async def test_access_tokens_may_live_seconds_for_tests(monkeypatch: pytest.Monk
             verify_token(TEST_KEYS.ring, sessions.mint_access("g-00000000000000cc", "sid",
                                                               now[0]))
         assert expired.value.reason == Reason.TOKEN_EXPIRED
-    finally:
-        store.close()
