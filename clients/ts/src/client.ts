@@ -160,11 +160,7 @@ export class DastClient {
    * refresh (ERROR_REASON_REFRESH_TOKEN_INVALID or _REUSED): sign in again.
    */
   static resume(options: ResumeOptions): DastClient {
-    const connection = connect(options);
-    const now = options.now ?? Date.now;
-    const credentials = new Credentials(connection.accounts, options.session, options.onSession, now);
-    connection.credentials = credentials;
-    return new DastClient(credentials, "", undefined, connection.transport, connection.accounts);
+    return DastClient.attached(connect(options), options, options.session, "", undefined);
   }
 
   private static async signedIn(
@@ -175,10 +171,20 @@ export class DastClient {
     displayName: string,
     newDeviceSecret: string | undefined,
   ): Promise<DastClient> {
-    const now = options.now ?? Date.now;
-    const session = storedSession(playerId, tokens, now());
+    const session = storedSession(playerId, tokens, (options.now ?? Date.now)());
     await options.onSession?.(session);
-    const credentials = new Credentials(connection.accounts, session, options.onSession, now);
+    return DastClient.attached(connection, options, session, displayName, newDeviceSecret);
+  }
+
+  /** The client of `session` over `connection`, whose calls then carry its access token. */
+  private static attached(
+    connection: Connection,
+    options: SignInOptions,
+    session: StoredSession,
+    displayName: string,
+    newDeviceSecret: string | undefined,
+  ): DastClient {
+    const credentials = new Credentials(connection.accounts, session, options.onSession, options.now ?? Date.now);
     connection.credentials = credentials;
     return new DastClient(credentials, displayName, newDeviceSecret, connection.transport, connection.accounts);
   }
