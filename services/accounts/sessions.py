@@ -80,21 +80,22 @@ class Sessions:
         :meth:`~services.accounts.moderation.Moderation.admit`); None: everyone may."""
 
     def mint_access(self, player_id: str, session_id: str, now_ms: int, *,
-                    has_account: bool = False) -> str:
+                    has_account: bool = False, display_name: str = "") -> str:
         """The access token of ``player_id`` in ``session_id``, issued at ``now_ms``
-        (``has_account``: the player has an identity linked, a guest no more)."""
+        (``has_account``: the player has an identity linked, a guest no more;
+        ``display_name``: their name, which tables and tournaments show)."""
         return mint_token(self.signer, player_id, Role.PLAYER,
                           ttl_seconds=self.policy.access_ms // 1000,
                           session_id=session_id, issued_at=now_ms // 1000,
-                          has_account=has_account)
+                          has_account=has_account, display_name=display_name)
 
     async def _tokens(self, session: NewSession, refresh_token: str,
                       now_ms: int) -> accounts_pb2.SessionTokens:
         issued_s = now_ms // 1000
-        has_account = await asyncio.to_thread(self.store.has_identity, session.player_id)
+        has_account, name = await asyncio.to_thread(self.store.token_facts, session.player_id)
         return accounts_pb2.SessionTokens(
             access_token=self.mint_access(session.player_id, session.session_id, now_ms,
-                                          has_account=has_account),
+                                          has_account=has_account, display_name=name),
             access_expires_at_ms=(issued_s * 1000) + self.policy.access_ms,
             refresh_token=refresh_token, refresh_expires_at_ms=session.refresh_expires_ms,
             session_id=session.session_id, server_time_ms=now_ms,

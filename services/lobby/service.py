@@ -25,7 +25,7 @@ from services.lobby import tables
 from services.lobby.changes import Tables
 from services.lobby.reasons import LobbyReason
 from services.lobby.store import StaleTable, TableNotFound
-from services.platform.auth import Role, TokenSigner, current_identity, mint_token
+from services.platform.auth import Identity, Role, TokenSigner, current_identity, mint_token
 from services.platform.bus import raise_if_cancelling
 from services.platform.channels import service_channel
 from services.platform.clock import wall_clock_ms
@@ -205,7 +205,7 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
         self, request: lobby_pb2.CreateTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_pb2.CreateTableResponse:
         player = current_identity().player_id
-        name = await asyncio.to_thread(self.tables.store.name_of, player)
+        name = await self._name_of(current_identity())
         change = tables.new_table(
             uuid.uuid4().hex[:12], request.settings, player, name, secrets.token_hex(4)
         )
@@ -251,13 +251,20 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
                 raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, LobbyReason.INVITE_REQUIRED,
                                    f"table {quoted_input(table_id)} is private: join with its "
                                    "invite code")
-        name = await asyncio.to_thread(self.tables.store.name_of, player)
+        name = await self._name_of(current_identity())
         seat = request.seat if request.HasField("seat") else None
         joined = await self.tables.apply(
             table_id, lambda table: tables.join(table, player, name, seat)
         )
         await self._record_seat_control(joined, player, log_pb2.SEAT_CONTROL_REASON_REJOINED)
         return lobby_pb2.JoinTableResponse(table=joined)
+
+    async def _name_of(self, identity: Identity) -> str:
+        """What the table shows for the caller: the name their token carries (the accounts
+        service's), else the name of a guest of the lobby's own sign-in, else their id."""
+        if identity.display_name:
+            return identity.display_name
+        return await asyncio.to_thread(self.tables.store.name_of, identity.player_id)
 
     async def LeaveTable(
         self, request: lobby_pb2.LeaveTableRequest, context: grpc.aio.ServicerContext
@@ -362,7 +369,7 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
 
     async def _quick_match(self, request: lobby_pb2.QuickMatchRequest) -> lobby_pb2.Table:
         player = current_identity().player_id
-        name = await asyncio.to_thread(self.tables.store.name_of, player)
+        name = await self._name_of(current_identity())
         settings = tables.quick_match_settings(request.game_type, requested_players(request))
         wanted = tables.seat_count(settings)
         for table in await asyncio.to_thread(
