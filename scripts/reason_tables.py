@@ -265,6 +265,9 @@ GUIDANCE: dict[str, Guidance] = {
         "10 s by default)", "wait for the RetryInfo delay before sending again"),
     ChatReason.CANNOT_MUTE_SELF: Guidance(
         "INVALID_ARGUMENT", "a player muting themselves", "offer mute on other players only"),
+    ChatReason.CHAT_UNAVAILABLE: Guidance(
+        "UNAVAILABLE", "where the table's talk is kept (NATS) did not answer just now",
+        "retry after the RetryInfo delay"),
     # ---- services.chat.reasons.ReportReason ----
     ReportReason.NOT_IN_GAME: Guidance(
         "FAILED_PRECONDITION", "the caller, or the player reported, did not sit in the match "

@@ -35,6 +35,8 @@ class ChatReason(StrEnum):
     """A player muting themselves."""
     TABLE_NOT_FOUND = "table_not_found"
     """No table has that id, or is playing that match (the lobby's reason)."""
+    CHAT_UNAVAILABLE = "chat_unavailable"
+    """Where the talk is kept (NATS) did not answer just now: retry."""
 
 
 class ReportReason(StrEnum):

@@ -19,7 +19,7 @@ from services.chat.reasons import ChatReason
 from services.chat.rules import RateWindows, TalkRules, clean_text
 from services.chat.store import ChatStore
 from services.chat.tables import TableDirectory, TableFacts
-from services.chat.talk_log import TalkLog
+from services.chat.talk_log import TalkLog, TalkUnavailable
 from services.platform.auth import current_identity
 from services.platform.clock import Clock, wall_clock_ms
 from services.platform.errors import Reason, ServiceError
@@ -28,6 +28,14 @@ from services.platform.validation import check_id, quoted_input
 
 MEMBERSHIP_CHECK_MS = 5_000
 """How often a watch checks again that its player is still among the table's people."""
+RETRY_SECONDS = 1.0
+"""The RetryInfo delay of a call that found the talk unreachable."""
+
+
+def _unavailable(failed: TalkUnavailable) -> ServiceError:
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, ChatReason.CHAT_UNAVAILABLE,
+                        "table talk is unreachable for a moment; retry",
+                        retry_after=RETRY_SECONDS)
 
 
 async def find_table(directory: TableDirectory, table_id: str, game_id: str) -> TableFacts:
@@ -79,7 +87,11 @@ class ChatService(chat_pb2_grpc.ChatServiceServicer):
         self._set_body(message, request, facts.chat)
         self.windows.take(player, self.clock())
         message.at_ms = self.clock()
-        return chat_pb2.SendChatResponse(message=await self.talk.append(message))
+        try:
+            kept = await self.talk.append(message)
+        except TalkUnavailable as failed:
+            raise _unavailable(failed) from failed
+        return chat_pb2.SendChatResponse(message=kept)
 
     def _set_body(self, message: chat_pb2.ChatMessage, request: chat_pb2.SendChatRequest,
                   mode: lobby_pb2.ChatMode.ValueType) -> None:
@@ -115,8 +127,18 @@ class ChatService(chat_pb2_grpc.ChatServiceServicer):
             raise _not_at_table(facts)
         if player not in facts.seated:
             admit_spectator(f"table:{facts.table_id}")
+        try:
+            async for response in self._follow(facts, player, request.after_seq):
+                yield response
+        except TalkUnavailable as failed:
+            raise _unavailable(failed) from failed
+
+    async def _follow(self, facts: TableFacts, player: str, after_seq: int
+                      ) -> AsyncIterator[chat_pb2.WatchChatResponse]:
+        """The table's messages for ``player``: muted senders left out, and the watch ended
+        once they are no longer among the table's people."""
         checked_ms = self.clock()
-        async for message in self.talk.watch(facts.table_id, request.after_seq):
+        async for message in self.talk.watch(facts.table_id, after_seq):
             if self.clock() - checked_ms >= MEMBERSHIP_CHECK_MS:
                 facts = await find_table(self.directory, facts.table_id, "")
                 if not facts.may_watch(player):

@@ -36,6 +36,10 @@ from services.platform.clock import Clock, wall_clock_ms
 DAY_MS: Final = 86_400_000
 
 
+class TalkUnavailable(ConnectionError):
+    """Where the talk is kept did not answer (NATS down, or no ack in time)."""
+
+
 class TalkLog(Protocol):
     """The tables' talk."""
 
@@ -51,11 +55,15 @@ class TalkLog(Protocol):
         """Keep ``message`` (its ``table_id`` names the table); it with its ``seq``.
 
         :raises ValueError: if the table id cannot be a subject token.
+        :raises TalkUnavailable: when the talk cannot be reached.
         """
         ...
 
     def watch(self, table_id: str, after_seq: int) -> AsyncIterator[chat_pb2.ChatMessage]:
-        """The table's kept messages after ``after_seq`` in order, then each new one."""
+        """The table's kept messages after ``after_seq`` in order, then each new one.
+
+        :raises TalkUnavailable: when the talk cannot be reached.
+        """
         ...
 
 
@@ -142,8 +150,8 @@ class NatsTalkLog:
         self._nc: Client | None = None
 
     def _jetstream(self) -> JetStreamContext:
-        if self._nc is None:
-            raise ConnectionError("table talk is not connected to NATS")
+        if self._nc is None or not self._nc.is_connected:
+            raise TalkUnavailable("table talk is not connected to NATS")
         return self._nc.jetstream(timeout=self._timeout)
 
     def stream_config(self) -> StreamConfig:
@@ -181,8 +189,11 @@ class NatsTalkLog:
     async def append(self, message: chat_pb2.ChatMessage) -> chat_pb2.ChatMessage:
         """See :meth:`TalkLog.append`."""
         subject = self.subject(message.table_id)
-        ack = await self._jetstream().publish(subject,
-                                              message.SerializeToString(deterministic=True))
+        try:
+            ack = await self._jetstream().publish(
+                subject, message.SerializeToString(deterministic=True))
+        except nats.errors.Error as failed:
+            raise TalkUnavailable(f"NATS did not take the message: {failed!r}") from failed
         kept = chat_pb2.ChatMessage()
         kept.CopyFrom(message)
         kept.seq = ack.seq
@@ -195,8 +206,12 @@ class NatsTalkLog:
         config = (ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
                                  opt_start_seq=after_seq + 1) if after_seq
                   else ConsumerConfig(deliver_policy=DeliverPolicy.ALL))
-        subscription = await self._jetstream().subscribe(
-            self.subject(table_id), stream=self.stream, ordered_consumer=True, config=config)
+        try:
+            subscription = await self._jetstream().subscribe(
+                self.subject(table_id), stream=self.stream, ordered_consumer=True,
+                config=config)
+        except nats.errors.Error as failed:
+            raise TalkUnavailable(f"NATS did not open the watch: {failed!r}") from failed
         try:
             async for msg in subscription.messages:
                 message = chat_pb2.ChatMessage()

@@ -74,6 +74,7 @@ from engine.hand.rules import resolve_rules
 from engine.hokm.sim import play_match
 from engine.tournament.decide import MAX_RATING
 from engine.tournament.model import MAX_ROUNDS
+from services.chat.talk_log import TalkUnavailable
 from services.game.repository import GameRepository
 from services.lobby.service import GrpcGameStarter
 from services.lobby.store import StaleTable
@@ -666,6 +667,17 @@ async def _chat_rate_limited(api: Api) -> object:
 async def _cannot_mute_self(api: Api) -> object:
     return await _chat(api).MutePlayer(chat_pb2.MutePlayerRequest(
         player_id="talk-host-8", muted=True), metadata=api.auth("talk-host-8"))
+
+
+@trigger("chat_unavailable")
+async def _chat_unavailable(api: Api) -> object:
+    table = await api.table("talk-host-9")
+
+    async def nats_down(message: chat_pb2.ChatMessage) -> chat_pb2.ChatMessage:
+        raise TalkUnavailable("NATS did not take the message")  # as NatsTalkLog raises
+
+    api.monkeypatch.setattr(api.run.stack.talk, "append", nats_down)
+    return await _say(api, "talk-host-9", table.table_id, "anyone there?")
 
 
 def _reports(api: Api) -> reports_pb2_grpc.ReportServiceStub:

@@ -28,7 +28,8 @@ the order the server took them.
 Errors (google.rpc.ErrorInfo, domain "dast.dev"): PERMISSION_DENIED not_at_table;
 FAILED_PRECONDITION chat_off, chat_phrases_only; INVALID_ARGUMENT chat_too_long,
 chat_text_invalid, unknown_phrase, cannot_mute_self; RESOURCE_EXHAUSTED chat_rate_limited
-(with RetryInfo); NOT_FOUND table_not_found.
+(with RetryInfo); NOT_FOUND table_not_found; UNAVAILABLE chat_unavailable (with RetryInfo:
+where the talk is kept did not answer).
 """
 
 import builtins

@@ -499,6 +499,10 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     """
     ERROR_REASON_CANNOT_MUTE_SELF: _ErrorReason.ValueType  # 967
     """INVALID_ARGUMENT: a player cannot mute themselves. The app: offer mute on others only."""
+    ERROR_REASON_CHAT_UNAVAILABLE: _ErrorReason.ValueType  # 968
+    """UNAVAILABLE: where the table's talk is kept did not answer just now. The app: retry
+    after the RetryInfo delay.
+    """
     ERROR_REASON_NOT_IN_GAME: _ErrorReason.ValueType  # 980
     """---- Reports (services/chat/reasons.py ReportReason) ----
     FAILED_PRECONDITION: the caller, or the player reported, did not sit in that match
@@ -971,6 +975,10 @@ wait for the RetryInfo delay before sending again.
 """
 ERROR_REASON_CANNOT_MUTE_SELF: ErrorReason.ValueType  # 967
 """INVALID_ARGUMENT: a player cannot mute themselves. The app: offer mute on others only."""
+ERROR_REASON_CHAT_UNAVAILABLE: ErrorReason.ValueType  # 968
+"""UNAVAILABLE: where the table's talk is kept did not answer just now. The app: retry
+after the RetryInfo delay.
+"""
 ERROR_REASON_NOT_IN_GAME: ErrorReason.ValueType  # 980
 """---- Reports (services/chat/reasons.py ReportReason) ----
 FAILED_PRECONDITION: the caller, or the player reported, did not sit in that match

@@ -13,8 +13,9 @@ import nats
 import pytest
 
 from dast.v1 import chat_pb2
-from services.chat.talk_log import DAY_MS, NatsTalkLog, TalkLog
+from services.chat.talk_log import DAY_MS, NatsTalkLog, TalkLog, TalkUnavailable
 from tests.conftest import NatsNames
+from tests.support.servers import PrivateNats
 from tests.services.chat.talkers import MovedClock, Person, talking_stack
 
 pytestmark = pytest.mark.timeout(60)
@@ -78,6 +79,28 @@ async def test_the_stream_keeps_talk_for_the_retention_age_the_operator_sets(
         assert await _max_age(nats_url, stream) == pytest.approx(7 * 86_400)
     async with _talk(nats_url, nats_names, 2):  # a process started with another age
         assert await _max_age(nats_url, stream) == pytest.approx(2 * 86_400)
+
+
+async def test_talk_with_nats_down_is_refused_as_unavailable_and_goes_on_after(
+        private_nats: PrivateNats) -> None:
+    log = NatsTalkLog(private_nats.url, stream="DOWN_CHAT", subject_prefix="down.chat",
+                      retention_ms=DAY_MS)
+    await log.start()
+    try:
+        first = await log.append(chat_pb2.ChatMessage(table_id="t1", text="before"))
+        private_nats.stop()
+        with pytest.raises(TalkUnavailable):
+            await log.append(chat_pb2.ChatMessage(table_id="t1", text="while down"))
+        private_nats.start()
+        for _ in range(100):  # the client reconnects by itself
+            with contextlib.suppress(TalkUnavailable):
+                after = await log.append(chat_pb2.ChatMessage(table_id="t1", text="after"))
+                break
+            await asyncio.sleep(0.1)
+        assert [m.text for m in await _first(log, "t1", 0, 2)] == ["before", "after"]
+        assert after.seq > first.seq
+    finally:
+        await log.close()
 
 
 async def test_a_stack_on_nats_carries_a_tables_talk(nats_url: str,
