@@ -15,8 +15,8 @@ import pytest
 from dast.v1 import chat_pb2
 from services.chat.talk_log import DAY_MS, NatsTalkLog, TalkLog, TalkUnavailable
 from tests.conftest import NatsNames
-from tests.support.servers import PrivateNats
 from tests.services.chat.talkers import MovedClock, Person, talking_stack
+from tests.support.servers import PrivateNats
 
 pytestmark = pytest.mark.timeout(60)
 
