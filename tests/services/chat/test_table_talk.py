@@ -4,6 +4,8 @@ clock."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import grpc
 import pytest
 
@@ -168,3 +170,10 @@ async def test_the_quick_phrases_have_three_languages_and_stable_ids() -> None:
     assert all(p.fa and p.ar and p.en for p in reply.phrases)
     assert reply.phrases[0] == chat_pb2.QuickPhrase(phrase_id="hello", fa="سلام",
                                                     ar="السلام عليكم", en="Hello")
+
+
+def test_the_client_guide_lists_every_quick_phrase_with_its_texts() -> None:
+    guide = (Path(__file__).resolve().parents[3] / "docs" / "clients.md").read_text(
+        encoding="utf-8")
+    for phrase in PHRASES:
+        assert f"| `{phrase.phrase_id}` | {phrase.fa} | {phrase.ar} | {phrase.en} |" in guide
