@@ -20,7 +20,7 @@ import grpc
 
 from dast.v1 import reports_pb2, reports_pb2_grpc
 from services.chat.reasons import ReportReason
-from services.chat.store import NOTE_CHARS, ChatStore, NewReport, Report
+from services.chat.store import LARGEST_NUMBER, NOTE_CHARS, ChatStore, NewReport, Report
 from services.chat.tables import TableDirectory
 from services.platform.auth import Role, current_identity
 from services.platform.clock import Clock, wall_clock_ms
@@ -29,8 +29,6 @@ from services.platform.validation import check_id, clean_display_name, quoted_in
 
 DEFAULT_PAGE: Final = 50
 MAX_PAGE: Final = 500
-LARGEST_NUMBER: Final = 2**63 - 1
-"""Largest id or seq a SQL column holds (the API's are unsigned 64-bit)."""
 
 
 def _invalid(field: str, problem: str) -> ServiceError:

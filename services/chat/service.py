@@ -17,7 +17,7 @@ from dast.v1 import chat_pb2, chat_pb2_grpc, lobby_pb2
 from services.chat.phrases import PHRASES, PHRASES_BY_ID
 from services.chat.reasons import ChatReason
 from services.chat.rules import RateWindows, TalkRules, clean_text
-from services.chat.store import ChatStore
+from services.chat.store import LARGEST_NUMBER, ChatStore
 from services.chat.tables import TableDirectory, TableFacts
 from services.chat.talk_log import TalkLog, TalkUnavailable
 from services.platform.auth import current_identity
@@ -125,6 +125,10 @@ class ChatService(chat_pb2_grpc.ChatServiceServicer):
         facts = await find_table(self.directory, request.table_id, request.game_id)
         if not facts.may_watch(player):
             raise _not_at_table(facts)
+        if request.after_seq > LARGEST_NUMBER:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, Reason.INVALID_REQUEST,
+                               f"after_seq must be at most {LARGEST_NUMBER}",
+                               metadata={"field": "after_seq"})
         if player not in facts.seated:
             admit_spectator(f"table:{facts.table_id}")
         try:

@@ -28,6 +28,9 @@ from services.platform.sql_engine import SqlTables, open_sql_engine, open_tables
 PLAYER_ID_CHARS: Final = 64
 GAME_ID_CHARS: Final = 128
 NOTE_CHARS: Final = 256
+LARGEST_NUMBER: Final = 2**63 - 1
+"""Largest id or seq a SQL column (or a JetStream start sequence, plus one) holds; the
+API's are unsigned 64-bit."""
 
 
 class ChatModel(SQLModel, registry=registry()):
