@@ -76,21 +76,6 @@ TABLES: Final = (REPORTS, MUTES)
 
 
 @dataclass(frozen=True, slots=True)
-class Report:
-    """A report as stored."""
-
-    report_id: int
-    reporter_id: str
-    reported_id: str
-    game_id: str
-    table_id: str
-    seq: int
-    category: int
-    note: str
-    created_ms: int
-
-
-@dataclass(frozen=True, slots=True)
 class NewReport:
     """A report to store (its id and time are the store's)."""
 
@@ -101,6 +86,14 @@ class NewReport:
     seq: int
     category: int
     note: str
+
+
+@dataclass(frozen=True, slots=True)
+class Report(NewReport):
+    """A report as stored."""
+
+    report_id: int
+    created_ms: int
 
 
 class ChatStore(SqlTables):
@@ -128,8 +121,9 @@ class ChatStore(SqlTables):
                 game_id=report.game_id, table_id=report.table_id, seq=report.seq,
                 category=report.category, note=report.note, created_ms=now_ms,
             )).inserted_primary_key[0]  # type: ignore[index]
-        return Report(int(report_id), report.reporter_id, report.reported_id, report.game_id,
-                      report.table_id, report.seq, report.category, report.note, now_ms)
+        return Report(report.reporter_id, report.reported_id, report.game_id,
+                      report.table_id, report.seq, report.category, report.note,
+                      int(report_id), now_ms)
 
     def reports(self, *, after_id: int, limit: int, kept_since_ms: int,
                 reported_id: str = "") -> list[Report]:
@@ -182,6 +176,6 @@ class ChatStore(SqlTables):
 
 
 def _report_of(row: Any) -> Report:
-    return Report(int(row.report_id), str(row.reporter_id), str(row.reported_id),
-                  str(row.game_id), str(row.table_id), int(row.seq), int(row.category),
-                  str(row.note), int(row.created_ms))
+    return Report(str(row.reporter_id), str(row.reported_id), str(row.game_id),
+                  str(row.table_id), int(row.seq), int(row.category), str(row.note),
+                  int(row.report_id), int(row.created_ms))

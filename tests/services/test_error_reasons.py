@@ -625,34 +625,38 @@ async def _not_at_table(api: Api) -> object:
     return await _say(api, "talk-stranger", table.table_id, "hello")
 
 
+async def _say_at_own_table(api: Api, host: str, text: str = "", phrase: str = "",
+                            **settings: Any) -> object:
+    """``host`` opens a table of ``settings`` and says ``text`` (or ``phrase``) there."""
+    table = await api.table(host, **settings)
+    return await _say(api, host, table.table_id, text, phrase)
+
+
 @trigger("chat_off")
 async def _chat_off(api: Api) -> object:
-    table = await api.table("talk-host-2", chat=lobby_pb2.CHAT_MODE_OFF)
-    return await _say(api, "talk-host-2", table.table_id, phrase="hello")
+    return await _say_at_own_table(api, "talk-host-2", phrase="hello",
+                                   chat=lobby_pb2.CHAT_MODE_OFF)
 
 
 @trigger("chat_phrases_only")
 async def _chat_phrases_only(api: Api) -> object:
-    table = await api.table("talk-host-3", chat=lobby_pb2.CHAT_MODE_PHRASES)
-    return await _say(api, "talk-host-3", table.table_id, "free text")
+    return await _say_at_own_table(api, "talk-host-3", "free text",
+                                   chat=lobby_pb2.CHAT_MODE_PHRASES)
 
 
 @trigger("chat_too_long")
 async def _chat_too_long(api: Api) -> object:
-    table = await api.table("talk-host-4")
-    return await _say(api, "talk-host-4", table.table_id, "x" * 201)
+    return await _say_at_own_table(api, "talk-host-4", "x" * 201)
 
 
 @trigger("chat_text_invalid")
 async def _chat_text_invalid(api: Api) -> object:
-    table = await api.table("talk-host-5")
-    return await _say(api, "talk-host-5", table.table_id, "\u202e\u200b\u2066")
+    return await _say_at_own_table(api, "talk-host-5", "\u202e\u200b\u2066")
 
 
 @trigger("unknown_phrase")
 async def _unknown_phrase(api: Api) -> object:
-    table = await api.table("talk-host-6")
-    return await _say(api, "talk-host-6", table.table_id, phrase="no_such_phrase")
+    return await _say_at_own_table(api, "talk-host-6", phrase="no_such_phrase")
 
 
 @trigger("chat_rate_limited")
