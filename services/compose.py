@@ -355,6 +355,8 @@ class Composition:
             self.bans.listen(self.tournament.on_ban)
         if self.stats is not None:
             self.bans.listen(self.stats.on_ban)
+        if self.table_talk is not None:
+            self.bans.listen(self.table_talk.on_ban)
         await self.bans.start()
         if self.accounts is not None and self.accounts.moderation is not None:
             self._spawn(self.accounts.moderation.run())

@@ -14,7 +14,7 @@ says why): the composition root (:mod:`services.compose`) mounts them with
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import grpc
@@ -27,6 +27,7 @@ from services.chat.service import ChatService
 from services.chat.store import ChatStore
 from services.chat.tables import TableDirectory
 from services.chat.talk_log import DAY_MS, MemoryTalkLog, TalkLog
+from services.platform.bans import Ban
 from services.platform.clock import Clock, wall_clock_ms
 
 CHAT_SERVICE_NAME = chat_pb2.DESCRIPTOR.services_by_name["ChatService"].full_name
@@ -44,6 +45,26 @@ class TableTalk:
     chat: ChatService
     reports: ReportService
     talk: TalkLog
+    _erasures: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
+
+    def on_ban(self, player_id: str, ban: Ban | None) -> None:
+        """A :data:`~services.platform.bans.BanListener`: a deleted account's talk is erased
+        at every table (in the background; each lobby process does it, which changes nothing
+        the second time)."""
+        if ban is None or not ban.erased:
+            return
+        task = asyncio.get_running_loop().create_task(self._erase(player_id),
+                                                      name=f"chat-erase:{player_id}")
+        self._erasures.add(task)
+        task.add_done_callback(self._erasures.discard)
+
+    async def _erase(self, player_id: str) -> None:
+        try:
+            await self.talk.erase_sender(player_id)
+        except Exception:
+            _log.exception("talk_not_erased", player_id=player_id)
+        else:
+            _log.info("talk_erased", player_id=player_id)
 
     async def expire(self) -> int:
         """Delete the reports (and talk kept in memory) older than their ages; how many

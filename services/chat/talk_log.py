@@ -4,16 +4,19 @@ embedded mode, each keeping a message for the retention age and no longer.
 Talk is not part of a game's log (it is neither signed nor exported): it belongs to the
 table, lives for days, and must be easy to let go of. So it is kept apart, in:
 
-- :class:`NatsTalkLog`: the stream ``D_CHAT`` (subjects ``d.chat.<table_id>``,
-  :mod:`services.platform.nats_names`) whose ``max_age`` is the retention age
+- :class:`NatsTalkLog`: the stream ``D_CHAT`` (subjects ``d.chat.<table_id>.<sender>``,
+  :mod:`services.platform.nats_names`; ``<sender>`` is ``p`` and the sender's player id
+  in hex, so that any id is one subject token) whose ``max_age`` is the retention age
   (``DAST_CHAT_RETENTION_DAYS``): JetStream deletes older messages by itself, and a
   process starting with another age sets it on the stream. A message's ``seq`` is its
-  stream sequence, so a table's messages are ordered and a watch resumes after any of
-  them;
+  stream sequence, so a table's messages are ordered and a watch (of
+  ``d.chat.<table_id>.*``) resumes after any of them. Erasing a player's talk purges
+  ``d.chat.*.<sender>``;
 - :class:`MemoryTalkLog`: the same in one process, its ages read from the services' clock
   (:mod:`services.platform.clock`), so that tests move time instead of waiting for it.
 
-Both replay a table's kept messages after a ``seq`` and then follow the new ones.
+Both replay a table's kept messages after a ``seq`` and then follow the new ones, and erase
+every message of a player whose account is deleted (:meth:`TalkLog.erase_sender`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Final, Protocol
 
 import nats
 from nats.aio.client import Client
-from nats.js import JetStreamContext
+from nats.js import JetStreamContext, JetStreamManager
 from nats.js.api import ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
 
 from dast.v1 import chat_pb2
@@ -61,6 +64,13 @@ class TalkLog(Protocol):
 
     def watch(self, table_id: str, after_seq: int) -> AsyncIterator[chat_pb2.ChatMessage]:
         """The table's kept messages after ``after_seq`` in order, then each new one.
+
+        :raises TalkUnavailable: when the talk cannot be reached.
+        """
+        ...
+
+    async def erase_sender(self, player_id: str) -> None:
+        """Delete every kept message ``player_id`` sent, at every table.
 
         :raises TalkUnavailable: when the talk cannot be reached.
         """
@@ -118,6 +128,11 @@ class MemoryTalkLog:
         if arrived is not None:
             arrived.set()
         return kept
+
+    async def erase_sender(self, player_id: str) -> None:
+        """See :meth:`TalkLog.erase_sender`."""
+        for table_id, kept in list(self._tables.items()):
+            self._tables[table_id] = deque(m for m in kept if m.sender_id != player_id)
 
     def kept(self, table_id: str) -> list[chat_pb2.ChatMessage]:
         """The table's messages not yet expired, in order."""
@@ -182,13 +197,14 @@ class NatsTalkLog:
                 await self._nc.close()
             self._nc = None
 
-    def subject(self, table_id: str) -> str:
-        """The subject of a table's talk."""
-        return f"{self.subject_prefix}.{check_token('table id', table_id)}"
+    def subject(self, table_id: str, sender_id: str = "*") -> str:
+        """The subject of ``sender_id``'s talk at a table (``*``: everyone's)."""
+        sender = sender_id if sender_id == "*" else sender_token(sender_id)
+        return f"{self.subject_prefix}.{check_token('table id', table_id)}.{sender}"
 
     async def append(self, message: chat_pb2.ChatMessage) -> chat_pb2.ChatMessage:
         """See :meth:`TalkLog.append`."""
-        subject = self.subject(message.table_id)
+        subject = self.subject(message.table_id, message.sender_id)
         try:
             ack = await self._jetstream().publish(
                 subject, message.SerializeToString(deterministic=True))
@@ -221,6 +237,25 @@ class NatsTalkLog:
         finally:
             with contextlib.suppress(Exception):
                 await subscription.unsubscribe()
+
+
+    async def erase_sender(self, player_id: str) -> None:
+        """See :meth:`TalkLog.erase_sender`: a purge of the sender's subjects."""
+        try:
+            await self._jetstream_manager().purge_stream(
+                self.stream, subject=f"{self.subject_prefix}.*.{sender_token(player_id)}")
+        except nats.errors.Error as failed:
+            raise TalkUnavailable(f"NATS did not purge the talk: {failed!r}") from failed
+
+    def _jetstream_manager(self) -> JetStreamManager:
+        if self._nc is None or not self._nc.is_connected:
+            raise TalkUnavailable("table talk is not connected to NATS")
+        return self._nc.jsm(timeout=self._timeout)
+
+
+def sender_token(player_id: str) -> str:
+    """``player_id`` as one subject token (never empty): ``p`` and its UTF-8 bytes in hex."""
+    return "p" + player_id.encode("utf-8", errors="surrogatepass").hex()
 
 
 def open_talk_log(nats_url: str | None, *, stream: str, subject_prefix: str,

@@ -14,7 +14,7 @@ the tournaments' events     ``D_EVENTS_TOURNAMENTS``       ``d.events_tournament
 players' presence           key-value ``D_PRESENCE``       (``$KV.D_PRESENCE.<key>``)
 revoked sessions            key-value ``D_REVOKED``        (``$KV.D_REVOKED.<session>``)
 banned players              key-value ``D_BANNED``         (``$KV.D_BANNED.<player>``)
-the tables' talk            ``D_CHAT``                     ``d.chat.<table_id>``
+the tables' talk            ``D_CHAT``                     ``d.chat.<table_id>.<sender>``
 ==========================  =============================  ===============================
 
 Durable consumers (``lobby``, ``stats``, ``bots``, ``timers``, ``tournaments``) live inside
@@ -136,7 +136,7 @@ class NatsNames:
 
     @property
     def chat_prefix(self) -> str:
-        """Its subjects: ``<prefix>.<table_id>``."""
+        """Its subjects: ``<prefix>.<table_id>.<sender>`` (``p`` and the sender's id in hex)."""
         return f"{self.deployment}.chat"
 
     @property

@@ -11,6 +11,9 @@ import pytest
 
 from dast.v1 import chat_pb2, lobby_pb2
 from services.chat.phrases import PHRASES
+from services.chat.talk_log import MemoryTalkLog
+from services.compose import Running
+from services.platform.bans import erased_entry
 from services.platform.errors import reason_of
 from tests.services.chat.talkers import (
     DAY_MS,
@@ -158,6 +161,33 @@ async def test_talk_expires_after_its_age_by_the_moved_clock() -> None:
         assert run.stack.table_talk is not None
         clock.move(7 * DAY_MS + 1)
         assert await run.stack.table_talk.expire() == 1
+
+
+async def test_a_deleted_accounts_talk_is_erased_at_every_table() -> None:
+    clock = MovedClock()
+    async with talking_stack(clock) as (run, channel):
+        ana, zed = Person("ana", channel), Person("zed", channel)
+        tables = [await ana.host(spectators=True) for _ in range(2)]
+        kept = [await ana.say(table.table_id, "hello") for table in tables]
+        for table in tables:
+            await zed.say(table.table_id, "my phone number is ...")
+        # The accounts service publishes the deletion on the ban list every server reads.
+        await run.stack.bans.publish("zed", erased_entry())
+        for _ in range(50):
+            heard = [await ana.heard(table.table_id, 1) for table in tables]
+            left = [message for table in tables
+                    for message in await _all_kept(run, table.table_id)]
+            if left == kept:
+                break
+            await settle(0.1)
+        assert heard == [[kept[0]], [kept[1]]]
+        assert left == kept
+
+
+async def _all_kept(run: Running, table_id: str) -> list[chat_pb2.ChatMessage]:
+    talk = run.stack.talk
+    assert isinstance(talk, MemoryTalkLog)
+    return talk.kept(table_id)
 
 
 async def test_the_quick_phrases_have_three_languages_and_stable_ids() -> None:

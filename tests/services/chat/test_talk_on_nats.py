@@ -72,6 +72,19 @@ async def test_each_table_hears_its_own_talk_in_order_and_resumes_after_a_seq(
             await log.append(chat_pb2.ChatMessage(table_id="a.b", text="x"))
 
 
+async def test_a_senders_talk_is_erased_at_every_table(nats_url: str,
+                                                       nats_names: NatsNames) -> None:
+    async with _talk(nats_url, nats_names, 7) as log:
+        said = [await log.append(chat_pb2.ChatMessage(table_id=table, sender_id=sender,
+                                                      text=f"{sender} at {table}"))
+                for table in ("t1", "t2") for sender in ("ana", "zed", "g.odd*id")]
+        await log.erase_sender("zed")
+        await log.append(chat_pb2.ChatMessage(table_id="t1", sender_id="ana", text="end"))
+        t1 = await _first(log, "t1", 0, 3)
+        assert [m.text for m in t1] == ["ana at t1", "g.odd*id at t1", "end"]
+        assert await _first(log, "t2", 0, 2) == [said[3], said[5]]
+
+
 async def test_the_stream_keeps_talk_for_the_retention_age_the_operator_sets(
         nats_url: str, nats_names: NatsNames) -> None:
     stream = nats_names.names.chat_stream
