@@ -447,6 +447,10 @@ class LobbyDirectory:
         """See :meth:`~services.chat.tables.TableDirectory.table_of_game`."""
         return await asyncio.to_thread(self._facts, self.store.by_game, game_id)
 
+    async def match(self, game_id: str) -> TableFacts | None:
+        """See :meth:`~services.chat.tables.TableDirectory.match`."""
+        return await asyncio.to_thread(self._facts, self.store.match_table, game_id)
+
     @staticmethod
     def _facts(find: Callable[[str], object], key: str) -> TableFacts | None:
         from services.chat.tables import TableFacts

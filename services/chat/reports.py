@@ -4,8 +4,8 @@ they sat in; operators read the reports.
 A report names the match (``game_id``) and the moment (the ``seq`` of the game's event the
 reporter means), so that support replays the hand from the game's record (the replay
 service, ``dast audit``). Whether both players sat in the match is checked against the
-table that plays (or last played) it: a report on a match a table has since replaced by a
-rematch is refused as ``game_not_found``, the lobby keeping one match per table.
+seats of its table as the match started (the lobby keeps them for every match, so a report
+may come after a rematch).
 
 Reports are kept for ``retention_ms`` (``DAST_REPORT_RETENTION_DAYS``): an older one is
 never shown, and :meth:`ReportService.delete_expired` deletes them.
@@ -83,7 +83,7 @@ class ReportService(reports_pb2_grpc.ReportServiceServicer):
         if request.seq > LARGEST_NUMBER:
             raise _invalid("seq", f"must be at most {LARGEST_NUMBER}")
         note = self._note(request.note)
-        facts = await self.directory.table_of_game(game_id)
+        facts = await self.directory.match(game_id)
         if facts is None:
             raise ServiceError(grpc.StatusCode.NOT_FOUND, ReportReason.GAME_NOT_FOUND,
                                f"no table plays the match {quoted_input(game_id)}",

@@ -24,7 +24,8 @@ class TableFacts:
     seated: frozenset[str]
     """The people sitting at it now (not bots, not players who left mid-match)."""
     players: frozenset[str]
-    """Every person on a seat of its current (or last) match, those who left included."""
+    """Every person on a seat of its current (or last) match, those who left included (of
+    the match asked for, from :meth:`TableDirectory.match`)."""
     spectators_allowed: bool
     chat: lobby_pb2.ChatMode.ValueType
 
@@ -53,4 +54,10 @@ class TableDirectory(Protocol):
     async def table_of_game(self, game_id: str) -> TableFacts | None:
         """The table playing (or that last played) the match ``game_id``, None when none
         does."""
+        ...
+
+    async def match(self, game_id: str) -> TableFacts | None:
+        """The table of the match ``game_id`` as it stood when the match started (its
+        ``players`` are the match's, whatever the table played since), None when no table
+        played it."""
         ...

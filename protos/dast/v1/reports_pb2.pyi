@@ -10,7 +10,7 @@ token only. A report is kept for a number of days an operator sets (90 by defaul
 deleted.
 
 Errors (google.rpc.ErrorInfo, domain "dast.dev"): NOT_FOUND game_not_found (no table
-holds that match), report_not_found; FAILED_PRECONDITION not_in_game (the caller or the
+played that match), report_not_found; FAILED_PRECONDITION not_in_game (the caller or the
 reported player did not sit in the match); INVALID_ARGUMENT cannot_report_self,
 invalid_request (no category, a note with nothing visible or too long);
 PERMISSION_DENIED role_required (a player reading reports).
