@@ -110,13 +110,13 @@ GUIDANCE: dict[str, Guidance] = {
                                         "an enum value this server does not know",
                                         "an app newer than the server: send a known value"),
     Reason.UNAUTHENTICATED: Guidance("UNAUTHENTICATED", "no bearer token",
-                                     "sign in (SignInGuest) and send the token"),
+                                     "sign in (AccountsService) and send the access token"),
     Reason.TOKEN_EXPIRED: Guidance("UNAUTHENTICATED", "the token's time is up",
-                                   "SignInGuest again with the same device id (same "
-                                   "player), then retry"),
+                                   "Refresh with the session's refresh token (else sign in "
+                                   "again), then retry the call"),
     Reason.TOKEN_INVALID: Guidance("UNAUTHENTICATED",
                                    "badly signed or malformed token, or an unknown role",
-                                   "discard the token; SignInGuest again"),
+                                   "discard the token; sign in again"),
     Reason.RATE_LIMITED: Guidance("RESOURCE_EXHAUSTED", "too many calls of this method",
                                   "wait the `RetryInfo` delay, then retry"),
     Reason.TOO_MANY_STREAMS: Guidance("RESOURCE_EXHAUSTED",
@@ -176,6 +176,10 @@ GUIDANCE: dict[str, Guidance] = {
     LobbyReason.GAME_SERVICE_UNAVAILABLE: Guidance(
         "UNAVAILABLE", "the game service did not answer while starting the match",
         "retry StartGame / Rematch after a moment"),
+    LobbyReason.DEVICE_SIGN_IN_RETIRED: Guidance(
+        "FAILED_PRECONDITION", "the lobby's SignInGuest (a device id alone) is retired on "
+        "this server", "sign in with AccountsService (SignInGuest with the device secret, or "
+        "SignInWithIdToken)"),
     # ---- services.tournament.reasons.TournamentServiceReason ----
     TournamentServiceReason.TOURNAMENT_NOT_FOUND: Guidance(
         "NOT_FOUND", "no tournament has that id", "refresh the list (ListTournaments)"),

@@ -136,6 +136,8 @@ class StackOptions:
     """Open tournaments one player may host at once (``DAST_TOURNAMENT_OPEN_PER_PLAYER``)."""
     access_token_minutes: int = 15
     """Lifetime of the accounts service's access tokens (``DAST_ACCESS_TOKEN_MINUTES``)."""
+    access_token_seconds: int = 0
+    """When not 0, their lifetime in seconds instead (``DAST_ACCESS_TOKEN_SECONDS``)."""
     refresh_token_days: int = 30
     """Lifetime of the accounts service's refresh tokens (``DAST_REFRESH_TOKEN_DAYS``)."""
     oidc_providers: str = ""
@@ -152,6 +154,9 @@ class StackOptions:
     """How long players' reports are kept (``DAST_REPORT_RETENTION_DAYS``)."""
     guest_idle_days: float = 10.0
     """Idle time after which a guest is erased (``DAST_GUEST_IDLE_DAYS``)."""
+    lobby_device_sign_in: bool = False
+    """Whether the lobby's ``SignInGuest`` signs a device in by its id alone
+    (``DAST_LOBBY_DEVICE_SIGN_IN``; off: it refuses, ``device_sign_in_retired``)."""
 
     def talk_rules(self) -> TalkRules:
         """The limits of table talk."""
@@ -159,6 +164,12 @@ class StackOptions:
 
         return TalkRules(self.chat_max_chars, self.chat_messages_per_window,
                          self.chat_window_ms, self.chat_retention_days)
+
+    @property
+    def revocation_minutes(self) -> int:
+        """How long a revoked session is remembered: the access tokens' lifetime, in whole
+        minutes rounded up."""
+        return -(-(self.access_token_seconds or self.access_token_minutes * 60) // 60)
 
 
 def parse_services(text: str) -> list[str]:
@@ -286,7 +297,7 @@ class Composition:
             self.lobby = mount_lobby_service(
                 server, self.lobby_store, signer=self.tokens.signer("lobby"),
                 token_ttl_seconds=self.options.token_ttl_seconds, table_writer=self.tables,
-                clock=self.clock,
+                clock=self.clock, device_sign_in=self.options.lobby_device_sign_in,
             )
             mounted.append(str(LOBBY_SERVICE_NAME))
             mounted.extend(self._mount_table_talk(server, self.lobby_store))
@@ -317,7 +328,8 @@ class Composition:
                 server, self.accounts_store, signer=self.tokens.signer("accounts"),
                 ring=self.tokens.ring, clock=self.clock,
                 policy=TokenPolicy(self.options.access_token_minutes,
-                                   self.options.refresh_token_days),
+                                   self.options.refresh_token_days,
+                                   access_seconds=self.options.access_token_seconds),
                 oidc_providers=self.options.oidc_providers, revocations=self.revocations,
                 moderation_store=self.moderation_store, bans=self.bans,
                 guest_idle_days=self.options.guest_idle_days,
@@ -506,7 +518,7 @@ async def running_stack(
     relay_task = asyncio.create_task(relay.run())
     options = options or StackOptions()
     revocations = open_revocations(nats_url, bucket=names.revoked_bucket,
-                                   access_minutes=options.access_token_minutes, clock=clock)
+                                   access_minutes=options.revocation_minutes, clock=clock)
     bans = open_bans(nats_url, bucket=names.banned_bucket, clock=clock)
     stack = Composition(list(KNOWN_SERVICES), tokens, bus, store, lobby_store, relay.notify,
                         options, metrics=metrics, clock=clock, revocations=revocations,
@@ -685,23 +697,28 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     # One clock for every service and the presence board, so that reporters, the board and
     # the takeovers agree on how old a report is.
     clock: Clock = wall_clock_ms
+    options = StackOptions(
+        token_ttl_seconds=settings.token_ttl_seconds,
+        grace_ms=int(settings.presence_grace_seconds * 1000),
+        presence_heartbeat_ms=int(settings.presence_heartbeat_seconds * 1000),
+        access_token_minutes=settings.access_token_minutes,
+        access_token_seconds=settings.access_token_seconds,
+        lobby_device_sign_in=settings.lobby_device_sign_in,
+        refresh_token_days=settings.refresh_token_days,
+        tournament_creators=settings.tournament_creators,
+        tournament_open_per_player=settings.tournament_open_per_player,
+        oidc_providers=settings.oidc_providers,
+        chat_max_chars=settings.chat_max_chars,
+        chat_messages_per_window=settings.chat_messages_per_window,
+        chat_window_ms=int(settings.chat_window_seconds * 1000),
+        chat_retention_days=settings.chat_retention_days,
+        report_retention_days=settings.report_retention_days,
+        guest_idle_days=settings.guest_idle_days,
+    )
     composition = Composition(
         names, tokens, bus, store, lobby_store,
         relay.notify if relay is not None else (lambda: None),
-        StackOptions(token_ttl_seconds=settings.token_ttl_seconds,
-                     grace_ms=int(settings.presence_grace_seconds * 1000),
-                     presence_heartbeat_ms=int(settings.presence_heartbeat_seconds * 1000),
-                     access_token_minutes=settings.access_token_minutes,
-                     refresh_token_days=settings.refresh_token_days,
-                     tournament_creators=settings.tournament_creators,
-                     tournament_open_per_player=settings.tournament_open_per_player,
-                     oidc_providers=settings.oidc_providers,
-                     chat_max_chars=settings.chat_max_chars,
-                     chat_messages_per_window=settings.chat_messages_per_window,
-                     chat_window_ms=int(settings.chat_window_seconds * 1000),
-                     chat_retention_days=settings.chat_retention_days,
-                     report_retention_days=settings.report_retention_days,
-                     guest_idle_days=settings.guest_idle_days),
+        options,
         signer=signer, clock=clock,
         board=open_presence_board(settings.nats_url, bucket=nats_names.presence_bucket,
                                   clock=clock),
@@ -712,7 +729,7 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
         moderation_store=moderation_store, chat_store=chat_store,
         talk=_talk_log(settings, clock) if lobby_store is not None else None,
         revocations=open_revocations(settings.nats_url, bucket=nats_names.revoked_bucket,
-                                     access_minutes=settings.access_token_minutes, clock=clock),
+                                     access_minutes=options.revocation_minutes, clock=clock),
         bans=open_bans(settings.nats_url, bucket=nats_names.banned_bucket, clock=clock),
     )
     server = make_server(tokens.ring, max_message_bytes=settings.max_message_bytes,

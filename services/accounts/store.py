@@ -641,12 +641,16 @@ class AccountsStore(SqlTables):
                 .order_by(PLAYERS.c.last_sign_in_ms, PLAYERS.c.player_id).limit(limit)
             ).scalars())
 
-    def has_identity(self, player_id: str) -> bool:
-        """Whether ``player_id`` has an identity provider's identity linked."""
+    def token_facts(self, player_id: str) -> tuple[bool, str]:
+        """What ``player_id``'s access tokens say of them: whether they have an identity
+        provider's identity linked, and their display name ("" when not here)."""
         with self._reading() as connection:
-            return connection.execute(
+            linked = connection.execute(
                 select(IDENTITIES.c.provider).where(IDENTITIES.c.player_id == player_id)
                 .limit(1)).first() is not None
+            name = connection.execute(select(PLAYERS.c.display_name)
+                                      .where(PLAYERS.c.player_id == player_id)).scalar()
+        return linked, str(name or "")
 
     def has_player(self, player_id: str) -> bool:
         """Whether ``player_id`` is a player of this store."""

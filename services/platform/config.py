@@ -126,6 +126,12 @@ class Settings(BaseSettings):
     log_level: str = "info"
     log_json: bool = True
     token_ttl_seconds: int = 24 * 3600
+    """Lifetime of the tokens of the lobby's device sign-in (``lobby_device_sign_in``)."""
+    lobby_device_sign_in: bool = False
+    """Whether the lobby's ``SignInGuest`` still signs a device in by its id alone (the
+    device id is then the whole credential). Off: it refuses every call
+    (``device_sign_in_retired``) and apps sign in through ``AccountsService``. Only tests
+    and tools embedding the backend for themselves turn it on."""
     oidc_providers: str = ""
     """The OpenID Connect providers whose ID tokens sign players in: a JSON list of objects
     (name, issuer, audiences, jwks_url or static_keys), read by
@@ -134,6 +140,9 @@ class Settings(BaseSettings):
     access_token_minutes: int = Field(default=15, ge=1, le=24 * 60)
     """Lifetime of the access tokens the accounts service issues (a session's refresh
     token renews them)."""
+    access_token_seconds: int = Field(default=0, ge=0, le=24 * 3600)
+    """When not 0, the access tokens' lifetime in seconds instead of
+    ``access_token_minutes`` (tests and demonstrations of a token expiring mid-match)."""
     refresh_token_days: int = Field(default=30, ge=1, le=365)
     """Lifetime of a refresh token: a session unused for longer ends."""
     chat_retention_days: float = Field(default=7.0, gt=0, le=3650)

@@ -591,6 +591,16 @@ async def _invalid_settings(api: Api) -> object:
     return await api.table("host", target_score=4)
 
 
+@trigger("device_sign_in_retired")
+async def _device_sign_in_retired(api: Api) -> object:
+    # The test stack keeps the lobby's device sign-in on for its Guest helper; a server
+    # left on its defaults has it off.
+    assert api.run.stack.lobby is not None
+    api.monkeypatch.setattr(api.run.stack.lobby.service, "device_sign_in", False)
+    return await api.lobby.SignInGuest(lobby_pb2.SignInGuestRequest(
+        device_id="device-reasons-retired"))
+
+
 @trigger("game_service_unavailable")
 async def _game_service_unavailable(api: Api) -> object:
     table = await api.table("host")

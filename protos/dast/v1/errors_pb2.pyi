@@ -100,14 +100,16 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     the server: send a known value.
     """
     ERROR_REASON_UNAUTHENTICATED: _ErrorReason.ValueType  # 15
-    """UNAUTHENTICATED: no bearer token. The app: sign in (SignInGuest) and send the token."""
+    """UNAUTHENTICATED: no bearer token. The app: sign in (AccountsService) and send the access
+    token.
+    """
     ERROR_REASON_TOKEN_EXPIRED: _ErrorReason.ValueType  # 16
-    """UNAUTHENTICATED: the token's time is up. The app: SignInGuest again with the same device
-    id (same player), then retry.
+    """UNAUTHENTICATED: the token's time is up. The app: Refresh with the session's refresh
+    token (else sign in again), then retry the call.
     """
     ERROR_REASON_TOKEN_INVALID: _ErrorReason.ValueType  # 17
     """UNAUTHENTICATED: badly signed or malformed token, or an unknown role. The app: discard
-    the token; SignInGuest again.
+    the token; sign in again.
     """
     ERROR_REASON_RATE_LIMITED: _ErrorReason.ValueType  # 18
     """RESOURCE_EXHAUSTED: too many calls of this method. The app: wait the RetryInfo delay,
@@ -183,6 +185,11 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     ERROR_REASON_GAME_SERVICE_UNAVAILABLE: _ErrorReason.ValueType  # 108
     """UNAVAILABLE: the game service did not answer while starting the match. The app: retry
     StartGame / Rematch after a moment.
+    """
+    ERROR_REASON_DEVICE_SIGN_IN_RETIRED: _ErrorReason.ValueType  # 109
+    """FAILED_PRECONDITION: the lobby's SignInGuest (a device id alone) is retired on this
+    server. The app: sign in with AccountsService (SignInGuest with the device secret, or
+    SignInWithIdToken).
     """
     ERROR_REASON_NOT_YOUR_TURN: _ErrorReason.ValueType  # 200
     """---- Every game's rules (engine/core/errors.py Code) ----
@@ -576,14 +583,16 @@ ERROR_REASON_UNKNOWN_ENUM_VALUE: ErrorReason.ValueType  # 14
 the server: send a known value.
 """
 ERROR_REASON_UNAUTHENTICATED: ErrorReason.ValueType  # 15
-"""UNAUTHENTICATED: no bearer token. The app: sign in (SignInGuest) and send the token."""
+"""UNAUTHENTICATED: no bearer token. The app: sign in (AccountsService) and send the access
+token.
+"""
 ERROR_REASON_TOKEN_EXPIRED: ErrorReason.ValueType  # 16
-"""UNAUTHENTICATED: the token's time is up. The app: SignInGuest again with the same device
-id (same player), then retry.
+"""UNAUTHENTICATED: the token's time is up. The app: Refresh with the session's refresh
+token (else sign in again), then retry the call.
 """
 ERROR_REASON_TOKEN_INVALID: ErrorReason.ValueType  # 17
 """UNAUTHENTICATED: badly signed or malformed token, or an unknown role. The app: discard
-the token; SignInGuest again.
+the token; sign in again.
 """
 ERROR_REASON_RATE_LIMITED: ErrorReason.ValueType  # 18
 """RESOURCE_EXHAUSTED: too many calls of this method. The app: wait the RetryInfo delay,
@@ -659,6 +668,11 @@ values in lobby.proto.
 ERROR_REASON_GAME_SERVICE_UNAVAILABLE: ErrorReason.ValueType  # 108
 """UNAVAILABLE: the game service did not answer while starting the match. The app: retry
 StartGame / Rematch after a moment.
+"""
+ERROR_REASON_DEVICE_SIGN_IN_RETIRED: ErrorReason.ValueType  # 109
+"""FAILED_PRECONDITION: the lobby's SignInGuest (a device id alone) is retired on this
+server. The app: sign in with AccountsService (SignInGuest with the device secret, or
+SignInWithIdToken).
 """
 ERROR_REASON_NOT_YOUR_TURN: ErrorReason.ValueType  # 200
 """---- Every game's rules (engine/core/errors.py Code) ----

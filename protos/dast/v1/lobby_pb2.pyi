@@ -3,8 +3,9 @@
 isort:skip_file
 The lobby: guest sign-in, tables, seats, bots, starting matches, and table updates.
 
-Identity: SignInGuest is open (no token); it returns a player token that every other
-call carries as `authorization: Bearer <JWT>` metadata. A table holds the variant's
+Identity: every call carries an access token of AccountsService (accounts.proto: a guest's
+device and its secret, or an identity provider's ID token) as `authorization: Bearer
+<JWT>` metadata. The lobby's own SignInGuest is deprecated (below). A table holds the variant's
 number of seats; the host starts the match and empty seats get bots of the table's
 level (docs/rules/hokm.md "What the app adds"). The lobby creates the match through
 GameService.CreateGame with its service token and records the game id on the table.

@@ -105,7 +105,11 @@ class LobbyServiceServicer:
     """Missing associated documentation comment in .proto file."""
 
     def SignInGuest(self, request, context):
-        """A device's guest identity: the same device id gets the same player id back.
+        """Deprecated: use AccountsService.SignInGuest (a device secret guards the guest) or
+        AccountsService.SignInWithIdToken. Here the device id alone is the credential, so a
+        server refuses it (FAILED_PRECONDITION, ERROR_REASON_DEVICE_SIGN_IN_RETIRED) unless its
+        operator keeps it on (DAST_LOBBY_DEVICE_SIGN_IN, for tests and embedded tools). Where on,
+        a device's guest identity: the same device id gets the same player id back.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

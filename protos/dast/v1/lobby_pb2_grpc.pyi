@@ -3,8 +3,9 @@
 isort:skip_file
 The lobby: guest sign-in, tables, seats, bots, starting matches, and table updates.
 
-Identity: SignInGuest is open (no token); it returns a player token that every other
-call carries as `authorization: Bearer <JWT>` metadata. A table holds the variant's
+Identity: every call carries an access token of AccountsService (accounts.proto: a guest's
+device and its secret, or an identity provider's ID token) as `authorization: Bearer
+<JWT>` metadata. The lobby's own SignInGuest is deprecated (below). A table holds the variant's
 number of seats; the host starts the match and empty seats get bots of the table's
 level (docs/rules/hokm.md "What the app adds"). The lobby creates the match through
 GameService.CreateGame with its service token and records the game id on the table.
@@ -364,7 +365,12 @@ class LobbyServiceStub(typing.Generic[_LobbyServiceSignInGuestType, _LobbyServic
     ], channel: grpc.aio.Channel) -> None: ...
 
     SignInGuest: _LobbyServiceSignInGuestType
-    """A device's guest identity: the same device id gets the same player id back."""
+    """Deprecated: use AccountsService.SignInGuest (a device secret guards the guest) or
+    AccountsService.SignInWithIdToken. Here the device id alone is the credential, so a
+    server refuses it (FAILED_PRECONDITION, ERROR_REASON_DEVICE_SIGN_IN_RETIRED) unless its
+    operator keeps it on (DAST_LOBBY_DEVICE_SIGN_IN, for tests and embedded tools). Where on,
+    a device's guest identity: the same device id gets the same player id back.
+    """
 
     CreateTable: _LobbyServiceCreateTableType
     """Open a table; the caller is its host and sits at seat 0."""
@@ -475,7 +481,12 @@ class LobbyServiceServicer(metaclass=abc.ABCMeta):
         request: dast.v1.lobby_pb2.SignInGuestRequest,
         context: _ServicerContext,
     ) -> typing.Union[dast.v1.lobby_pb2.SignInGuestResponse, collections.abc.Awaitable[dast.v1.lobby_pb2.SignInGuestResponse]]:
-        """A device's guest identity: the same device id gets the same player id back."""
+        """Deprecated: use AccountsService.SignInGuest (a device secret guards the guest) or
+        AccountsService.SignInWithIdToken. Here the device id alone is the credential, so a
+        server refuses it (FAILED_PRECONDITION, ERROR_REASON_DEVICE_SIGN_IN_RETIRED) unless its
+        operator keeps it on (DAST_LOBBY_DEVICE_SIGN_IN, for tests and embedded tools). Where on,
+        a device's guest identity: the same device id gets the same player id back.
+        """
 
     @abc.abstractmethod
     def CreateTable(
