@@ -68,6 +68,7 @@ from services.platform.token_keys import OPERATOR, TokenKeys, load_token_keys
 # is started): a bot replica does not load the lobby's, the stats' or the game service's
 # code, nor their stores' tables.
 if TYPE_CHECKING:
+    from dast.v1 import lobby_pb2
     from services.accounts.moderation_store import ModerationStore
     from services.accounts.service import AccountsService
     from services.accounts.store import AccountsStore
@@ -464,12 +465,12 @@ class LobbyDirectory:
         return await asyncio.to_thread(self._facts, self.store.match_table, game_id)
 
     @staticmethod
-    def _facts(find: Callable[[str], object], key: str) -> TableFacts | None:
+    def _facts(find: Callable[[str], lobby_pb2.Table], key: str) -> TableFacts | None:
         from services.chat.tables import TableFacts
         from services.lobby.store import TableNotFound
 
         try:
-            return TableFacts.of(find(key))  # type: ignore[arg-type]
+            return TableFacts.of(find(key))
         except TableNotFound:
             return None
 
