@@ -34,6 +34,7 @@ from engine.hokm.errors import HokmCode  # noqa: E402
 from engine.tournament.errors import TournamentCode  # noqa: E402
 from services.accounts.oidc import OidcReason  # noqa: E402
 from services.accounts.reasons import AccountsReason, ModerationReason  # noqa: E402
+from services.chat.reasons import ChatReason, ReportReason  # noqa: E402
 from services.lobby.reasons import LobbyReason  # noqa: E402
 from services.platform.errors import Reason, is_listed, wire_name  # noqa: E402
 from services.stats.service import StatsReason  # noqa: E402
@@ -244,6 +245,43 @@ GUIDANCE: dict[str, Guidance] = {
     ModerationReason.UNKNOWN_PLAYER: Guidance(
         "NOT_FOUND", "the accounts service knows no player with this id",
         "search for the player (FindPlayers) and use the id it shows"),
+    # ---- services.chat.reasons.ChatReason ----
+    ChatReason.NOT_AT_TABLE: Guidance(
+        "PERMISSION_DENIED", "the caller neither sits at the table nor may watch it (the "
+        "table takes no spectators)", "offer the table's talk only to its people"),
+    ChatReason.CHAT_OFF: Guidance(
+        "FAILED_PRECONDITION", "the host turned the table's talk off (`TableSettings.chat`)",
+        "hide the talk while the table's settings say so"),
+    ChatReason.CHAT_PHRASES_ONLY: Guidance(
+        "FAILED_PRECONDITION", "the table allows quick phrases only, and the call sent text",
+        "offer the quick phrases, not the keyboard"),
+    ChatReason.CHAT_TOO_LONG: Guidance(
+        "INVALID_ARGUMENT", "the text has more characters than the server's limit once "
+        "cleaned (`ErrorInfo.metadata[\"max_chars\"]`)", "stop typing at the limit"),
+    ChatReason.CHAT_TEXT_INVALID: Guidance(
+        "INVALID_ARGUMENT", "nothing visible is left of the text once control, direction "
+        "and invisible characters are removed (or neither text nor a phrase was sent)",
+        "send what the person typed, and nothing when it is empty"),
+    ChatReason.UNKNOWN_PHRASE: Guidance(
+        "INVALID_ARGUMENT", "no quick phrase has that id", "use the ids ListPhrases gives"),
+    ChatReason.CHAT_RATE_LIMITED: Guidance(
+        "RESOURCE_EXHAUSTED", "the player sent as many messages as the window allows (5 in "
+        "10 s by default)", "wait for the RetryInfo delay before sending again"),
+    ChatReason.CANNOT_MUTE_SELF: Guidance(
+        "INVALID_ARGUMENT", "a player muting themselves", "offer mute on other players only"),
+    ChatReason.CHAT_UNAVAILABLE: Guidance(
+        "UNAVAILABLE", "where the table's talk is kept (NATS) did not answer just now",
+        "retry after the RetryInfo delay"),
+    # ---- services.chat.reasons.ReportReason ----
+    ReportReason.NOT_IN_GAME: Guidance(
+        "FAILED_PRECONDITION", "the caller, or the player reported, did not sit in the match "
+        "(`ErrorInfo.metadata[\"field\"]` says which)",
+        "offer reports on the match's players only"),
+    ReportReason.CANNOT_REPORT_SELF: Guidance(
+        "INVALID_ARGUMENT", "a player reporting themselves", "offer reports on others only"),
+    ReportReason.REPORT_NOT_FOUND: Guidance(
+        "NOT_FOUND", "no kept report has that id (it may have expired)",
+        "reload the queue (ListReports)"),
     # ---- services.accounts.oidc.OidcReason ----
     OidcReason.ID_TOKEN_INVALID: Guidance(
         "UNAUTHENTICATED", "not a well-formed ID token with a good signature",
@@ -344,6 +382,8 @@ SOURCES: tuple[Source, ...] = (
            False),
     Source("Moderation: `services/accounts/reasons.py` `ModerationReason`", ModerationReason,
            False),
+    Source("Table talk: `services/chat/reasons.py` `ChatReason`", ChatReason, False),
+    Source("Reports: `services/chat/reasons.py` `ReportReason`", ReportReason, False),
 )
 
 

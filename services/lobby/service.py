@@ -321,6 +321,13 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
             lambda table: tables.add_bot(table, player, request.seat, request.level),
         ))
 
+    async def SetTableChat(
+        self, request: lobby_pb2.SetTableChatRequest, context: grpc.aio.ServicerContext
+    ) -> lobby_pb2.SetTableChatResponse:
+        player = current_identity().player_id
+        return lobby_pb2.SetTableChatResponse(table=await self.tables.apply(
+            request.table_id, lambda table: tables.set_chat(table, player, request.chat)))
+
     async def StartGame(
         self, request: lobby_pb2.StartGameRequest, context: grpc.aio.ServicerContext
     ) -> lobby_pb2.StartGameResponse:

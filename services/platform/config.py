@@ -145,6 +145,20 @@ class Settings(BaseSettings):
     ``access_token_minutes`` (tests and demonstrations of a token expiring mid-match)."""
     refresh_token_days: int = Field(default=30, ge=1, le=365)
     """Lifetime of a refresh token: a session unused for longer ends."""
+    chat_retention_days: float = Field(default=7.0, gt=0, le=3650)
+    """How long the tables' talk is kept (the age of the deployment's chat stream in
+    JetStream; in memory in the embedded mode)."""
+    chat_max_chars: int = Field(default=200, ge=1, le=256)
+    """Longest message of free text, counted after cleaning."""
+    chat_messages_per_window: int = Field(default=5, ge=1)
+    """Messages one player may send to tables in one window..."""
+    chat_window_seconds: float = Field(default=10.0, gt=0)
+    """...of this many seconds."""
+    report_retention_days: float = Field(default=90.0, gt=0, le=3650)
+    """How long players' reports are kept for operators."""
+    guest_idle_days: float = Field(default=10.0, gt=0, le=3650)
+    """A guest (a player of the accounts service with no identity linked) who has not
+    signed in for this long is erased as a deleted account is."""
     presence_grace_seconds: float = 15.0
     """How long a player's game stream may be gone before a bot takes the seat (and how
     long a tournament player may take to open a stream on a new match: docs/tournaments.md

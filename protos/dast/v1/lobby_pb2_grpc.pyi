@@ -235,7 +235,23 @@ _LobbyServiceWatchTableType = typing_extensions.TypeVar(
     ],
 )
 
-class LobbyServiceStub(typing.Generic[_LobbyServiceSignInGuestType, _LobbyServiceCreateTableType, _LobbyServiceListTablesType, _LobbyServiceGetTableType, _LobbyServiceJoinTableType, _LobbyServiceLeaveTableType, _LobbyServiceChooseSeatType, _LobbyServiceAddBotType, _LobbyServiceStartGameType, _LobbyServiceQuickMatchType, _LobbyServiceRematchType, _LobbyServiceWatchTableType]):
+_LobbyServiceSetTableChatType = typing_extensions.TypeVar(
+    '_LobbyServiceSetTableChatType',
+    grpc.UnaryUnaryMultiCallable[
+        dast.v1.lobby_pb2.SetTableChatRequest,
+        dast.v1.lobby_pb2.SetTableChatResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.lobby_pb2.SetTableChatRequest,
+        dast.v1.lobby_pb2.SetTableChatResponse,
+    ],
+    default=grpc.UnaryUnaryMultiCallable[
+        dast.v1.lobby_pb2.SetTableChatRequest,
+        dast.v1.lobby_pb2.SetTableChatResponse,
+    ],
+)
+
+class LobbyServiceStub(typing.Generic[_LobbyServiceSignInGuestType, _LobbyServiceCreateTableType, _LobbyServiceListTablesType, _LobbyServiceGetTableType, _LobbyServiceJoinTableType, _LobbyServiceLeaveTableType, _LobbyServiceChooseSeatType, _LobbyServiceAddBotType, _LobbyServiceStartGameType, _LobbyServiceQuickMatchType, _LobbyServiceRematchType, _LobbyServiceWatchTableType, _LobbyServiceSetTableChatType]):
     @typing.overload
     def __init__(self: LobbyServiceStub[
         grpc.UnaryUnaryMultiCallable[
@@ -285,6 +301,10 @@ class LobbyServiceStub(typing.Generic[_LobbyServiceSignInGuestType, _LobbyServic
         grpc.UnaryStreamMultiCallable[
             dast.v1.lobby_pb2.WatchTableRequest,
             dast.v1.lobby_pb2.WatchTableResponse,
+        ],
+        grpc.UnaryUnaryMultiCallable[
+            dast.v1.lobby_pb2.SetTableChatRequest,
+            dast.v1.lobby_pb2.SetTableChatResponse,
         ],
     ], channel: grpc.Channel) -> None: ...
 
@@ -337,6 +357,10 @@ class LobbyServiceStub(typing.Generic[_LobbyServiceSignInGuestType, _LobbyServic
         grpc.aio.UnaryStreamMultiCallable[
             dast.v1.lobby_pb2.WatchTableRequest,
             dast.v1.lobby_pb2.WatchTableResponse,
+        ],
+        grpc.aio.UnaryUnaryMultiCallable[
+            dast.v1.lobby_pb2.SetTableChatRequest,
+            dast.v1.lobby_pb2.SetTableChatResponse,
         ],
     ], channel: grpc.aio.Channel) -> None: ...
 
@@ -392,6 +416,9 @@ class LobbyServiceStub(typing.Generic[_LobbyServiceSignInGuestType, _LobbyServic
     WatchTable: _LobbyServiceWatchTableType
     """The table now, then each change to it until the caller cancels."""
 
+    SetTableChat: _LobbyServiceSetTableChatType
+    """The host sets what the table's talk allows (chat.proto), at any time."""
+
 LobbyServiceAsyncStub: typing_extensions.TypeAlias = LobbyServiceStub[
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.lobby_pb2.SignInGuestRequest,
@@ -440,6 +467,10 @@ LobbyServiceAsyncStub: typing_extensions.TypeAlias = LobbyServiceStub[
     grpc.aio.UnaryStreamMultiCallable[
         dast.v1.lobby_pb2.WatchTableRequest,
         dast.v1.lobby_pb2.WatchTableResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.lobby_pb2.SetTableChatRequest,
+        dast.v1.lobby_pb2.SetTableChatResponse,
     ],
 ]
 
@@ -555,5 +586,13 @@ class LobbyServiceServicer(metaclass=abc.ABCMeta):
         context: _ServicerContext,
     ) -> typing.Union[collections.abc.Iterator[dast.v1.lobby_pb2.WatchTableResponse], collections.abc.AsyncIterator[dast.v1.lobby_pb2.WatchTableResponse]]:
         """The table now, then each change to it until the caller cancels."""
+
+    @abc.abstractmethod
+    def SetTableChat(
+        self,
+        request: dast.v1.lobby_pb2.SetTableChatRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[dast.v1.lobby_pb2.SetTableChatResponse, collections.abc.Awaitable[dast.v1.lobby_pb2.SetTableChatResponse]]:
+        """The host sets what the table's talk allows (chat.proto), at any time."""
 
 def add_LobbyServiceServicer_to_server(servicer: LobbyServiceServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...
