@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Final
 
 from prometheus_client import (
@@ -77,13 +78,18 @@ class GameMetrics:
 
 
 _DEFAULT: GameMetrics | None = None
+_DEFAULT_LOCK = threading.Lock()
 
 
 def game_metrics() -> GameMetrics:
-    """The process-wide metrics (created on first use)."""
+    """The process-wide metrics (created on first use, by whichever thread comes first: the
+    relay's thread and the store's users may ask at once, and a registry refuses a metric
+    registered twice)."""
     global _DEFAULT
     if _DEFAULT is None:
-        _DEFAULT = GameMetrics()
+        with _DEFAULT_LOCK:
+            if _DEFAULT is None:
+                _DEFAULT = GameMetrics()
     return _DEFAULT
 
 
