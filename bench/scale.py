@@ -34,6 +34,11 @@ One run measures, every server in its own process and every client apart from th
   pinned replicas. ``us_per_command_at_1000`` is the CPU each kind of process (the replica,
   PostgreSQL, nats-server) spent per command in the one-replica run: at a fixed offered load,
   unlike the closed loops' figures, it compares two versions of the code directly.
+- **Batches** (``writer_commands_per_transaction_*``, ``relay_events_per_publish_batch_*``):
+  the mean writes the replica's event store committed per transaction and events its relay
+  published per pass, over the timed window of the closed loop on one replica (``_1``) and
+  of the one-replica run at 1,000/s (``_at_1000``), from the replica's own Prometheus
+  histograms (``dast_store_batch_writes``, ``dast_relay_batch_events``).
 
 Every command run starts with ``--warmup`` seconds of the same play, untimed, so that what is
 timed is a serving replica's, not a cold start's (its first connections to PostgreSQL and
@@ -63,6 +68,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -70,6 +76,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import grpc
+from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
 
@@ -86,6 +93,7 @@ from bench.report import print_figures
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, log_pb2
 from services.compose import settle_collector
 from services.platform.auth import Role
+from tests.support.servers import free_port
 from tests.support.tokens import token as signed_token
 from tests.support.tokens import token_environment
 
@@ -104,6 +112,8 @@ _OWN_CONNECTION: Final = [("grpc.use_local_subchannel_pool", 1)]
 class Server:
     process: subprocess.Popen[str]
     address: str
+    metrics_port: int = 0
+    """Its Prometheus endpoint's port (0: none)."""
 
     @property
     def pid(self) -> int:
@@ -168,15 +178,19 @@ budgets out of reach (every client here is one address, and the streams watch on
 def _game_server(place: Place, nats_url: str, cpu: int | None = None) -> Server:
     database_url = place.database_url
     separator = "&" if "?" in database_url else "?"
-    return _spawn(
+    metrics_port = free_port()
+    server = _spawn(
         [sys.executable, "-m", "services.compose"],
         {"DAST_LISTEN": "127.0.0.1:0", **token_environment(["game"]),
          "DAST_LOG_LEVEL": "warning",
          "DAST_SIGNING_KEY": SIGNING_KEY, "DAST_SERVICES": "game", **place.env(),
          "DAST_DATABASE_URL": f"{database_url}{separator}application_name={APPLICATION_NAME}",
-         "DAST_NATS_URL": nats_url, **CAPACITY_LIMITS},
+         "DAST_NATS_URL": nats_url, "DAST_METRICS_PORT": str(metrics_port),
+         **CAPACITY_LIMITS},
         cpu,
     )
+    server.metrics_port = metrics_port
+    return server
 
 
 def _our_postgres_pids(database_url: str) -> list[int]:
@@ -248,6 +262,51 @@ class CpuMeter:
     @property
     def total(self) -> float:
         return self.replicas + self.postgres + self.nats
+
+
+BATCH_HISTOGRAMS: Final = ("dast_store_batch_writes", "dast_relay_batch_events")
+"""The replicas' batch sizes: writes per store transaction, events per relay pass."""
+
+
+def _histogram_totals(port: int) -> dict[str, tuple[float, float]]:
+    """``(sum, count)`` of every batch histogram a replica's ``/metrics`` shows."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+        families = text_string_to_metric_families(reply.read().decode())
+    totals = {name: (0.0, 0.0) for name in BATCH_HISTOGRAMS}
+    for family in families:
+        if family.name not in totals:
+            continue
+        values = {sample.name: sample.value for sample in family.samples}
+        totals[family.name] = (values[f"{family.name}_sum"], values[f"{family.name}_count"])
+    return totals
+
+
+class BatchMeter:
+    """The replicas' mean batch sizes between :meth:`start` and :meth:`stop` (their
+    Prometheus histograms read before and after): ``writes_per_transaction`` of the event
+    store's writer, ``events_per_relay_pass`` of the relay."""
+
+    def __init__(self, servers: Sequence[Server]) -> None:
+        self._ports = [server.metrics_port for server in servers]
+        self._before: list[dict[str, tuple[float, float]]] = []
+        self.writes_per_transaction = self.events_per_relay_pass = 0.0
+
+    def start(self) -> None:
+        self._before = [_histogram_totals(port) for port in self._ports]
+
+    def stop(self) -> None:
+        added = {name: [0.0, 0.0] for name in BATCH_HISTOGRAMS}
+        for port, before in zip(self._ports, self._before, strict=True):
+            for name, (total, count) in _histogram_totals(port).items():
+                added[name][0] += total - before[name][0]
+                added[name][1] += count - before[name][1]
+
+        def mean(name: str) -> float:
+            total, count = added[name]
+            return round(total / count, 2) if count else 0.0
+
+        self.writes_per_transaction = mean("dast_store_batch_writes")
+        self.events_per_relay_pass = mean("dast_relay_batch_events")
 
 
 def _raise_fd_limit() -> None:
@@ -582,11 +641,12 @@ class CommandFigures:
     p99_ms: float
     errors: int
     cpu: CpuMeter
+    batches: BatchMeter
 
 
 async def _drive(
     servers: Sequence[Server], games: int, seconds: float, interval: float,
-    scripts: Sequence[Any], meter: CpuMeter, warmup: float = 0.0,
+    scripts: Sequence[Any], meters: Sequence[CpuMeter | BatchMeter], warmup: float = 0.0,
 ) -> tuple[Samples, float]:
     """Play ``games`` games (game n on replica n mod count) for ``seconds``; the CPU meter
     runs exactly while they play. ``warmup`` seconds of the same play come first, untimed:
@@ -611,11 +671,13 @@ async def _drive(
         )))
         try:
             await asyncio.sleep(max(0.0, samples.since - time.perf_counter()))
-            meter.start()
+            for meter in meters:
+                meter.start()
             started = time.perf_counter()
             await play
             elapsed = time.perf_counter() - started
-            meter.stop()
+            for meter in meters:
+                meter.stop()
         finally:
             play.cancel()
         return samples, elapsed
@@ -631,10 +693,11 @@ def _commands(
     servers = [_game_server(args.place, args.nats_url, cpu) for cpu in cpus]
     try:
         meter = CpuMeter([server.pid for server in servers], args.database_url)
+        batches = BatchMeter(servers)
         interval = args.games / rate if rate else 0.0
-        samples, elapsed = asyncio.run(
-            _drive(servers, args.games, args.seconds, interval, scripts, meter, args.warmup)
-        )
+        samples, elapsed = asyncio.run(_drive(
+            servers, args.games, args.seconds, interval, scripts, [meter, batches], args.warmup
+        ))
     finally:
         for server in servers:
             server.stop()
@@ -645,6 +708,7 @@ def _commands(
         p99_ms=round(_percentile(latencies, 0.99), 2),
         errors=samples.errors,
         cpu=meter,
+        batches=batches,
     )
 
 
@@ -732,6 +796,10 @@ def _command_figures(args: argparse.Namespace, pinned: list[int]) -> dict[str, A
         p50_ms_at_1000_2_replicas=paced_two.p50_ms,
         p99_ms_at_1000_2_replicas=paced_two.p99_ms,
         paced_rps_2_replicas=paced_two.rps,
+        writer_commands_per_transaction_1=one.batches.writes_per_transaction,
+        relay_events_per_publish_batch_1=one.batches.events_per_relay_pass,
+        writer_commands_per_transaction_at_1000=paced.batches.writes_per_transaction,
+        relay_events_per_publish_batch_at_1000=paced.batches.events_per_relay_pass,
         command_errors=one.errors + two.errors + paced.errors + paced_two.errors,
     )
 

@@ -7,12 +7,16 @@
 - ``dast_relay_lag_seconds``: time from an append to its arrival on the live bus, as seen
   by this process's subscribers;
 - ``dast_open_streams``: ``Subscribe`` streams this process holds open now;
+- ``dast_store_batch_writes``: writes (commands' appends, creations) the event store's writer
+  committed per transaction: how well group commit gathers what arrives during a commit;
+- ``dast_relay_batch_events``: events the relay published per pass (one claim, one mark);
 - ``dast_bot_decision_seconds{level}``: how long a bot policy took to choose a move (the bot
   service's, :class:`BotMetrics`).
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Final
 
 from prometheus_client import (
@@ -27,6 +31,7 @@ from prometheus_client import (
 _LATENCY_BUCKETS: Final = (
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
 )
+_BATCH_BUCKETS: Final = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 
 class GameMetrics:
@@ -52,6 +57,14 @@ class GameMetrics:
         self.open_streams = Gauge(
             "dast_open_streams", "Subscribe streams open on this process.", registry=registry,
         )
+        self.store_batch_writes = Histogram(
+            "dast_store_batch_writes", "Writes the event store committed per transaction.",
+            buckets=_BATCH_BUCKETS, registry=registry,
+        )
+        self.relay_batch_events = Histogram(
+            "dast_relay_batch_events", "Events the relay published per pass.",
+            buckets=_BATCH_BUCKETS, registry=registry,
+        )
         self._children: dict[tuple[object, tuple[str, ...]], Any] = {}
 
     def child(self, metric: Counter | Histogram, *labels: str) -> Any:
@@ -65,13 +78,18 @@ class GameMetrics:
 
 
 _DEFAULT: GameMetrics | None = None
+_DEFAULT_LOCK = threading.Lock()
 
 
 def game_metrics() -> GameMetrics:
-    """The process-wide metrics (created on first use)."""
+    """The process-wide metrics (created on first use, by whichever thread comes first: the
+    relay's thread and the store's users may ask at once, and a registry refuses a metric
+    registered twice)."""
     global _DEFAULT
     if _DEFAULT is None:
-        _DEFAULT = GameMetrics()
+        with _DEFAULT_LOCK:
+            if _DEFAULT is None:
+                _DEFAULT = GameMetrics()
     return _DEFAULT
 
 

@@ -25,11 +25,21 @@ extends the claims it still holds every third of that while it publishes them, s
 that takes long keeps its games, while the games of a relay that died (SIGKILL) wait only
 one lease before another relay claims them (as interrupted: it looks before it publishes).
 
-A pass publishes up to ``publish_concurrency`` games at once (each game's events in seq
-order, one after the other): JetStream's acks of several games then come back together, so
-a pass costs far fewer round trips and wake-ups of the loop than one game at a time. When
-one of them fails, every game of that group whose publish did not finish is released as
-interrupted, since any of them may have reached the bus in part.
+A pass publishes its games in a sliding window: up to ``publish_concurrency`` games at once,
+each game's events in seq order, one after the other (an event leaves only once the stream
+acknowledged the one before it), and a game that finishes makes room for the next claimed
+one at once. So a pass has as many acknowledgements in flight as it has games, up to the
+window, and costs one round trip per event of its busiest game, not one per event. Within
+a game the events are never pipelined: a stream that lost event k (a connection dropped
+with it, a stream missing for a moment) while storing k+1 behind it would hold the game
+out of order, and the lookup above, which trusts the last message on a game's subject,
+would then skip k for good. One at a time, a failure can only leave the game's last
+unacknowledged event in doubt. When a game fails, the pass starts no other game, lets
+those in flight finish, marks what they published, and releases the failed ones as
+interrupted (looked up before the retry) and the others not started as they were.
+
+Each pass tells ``on_batch`` how many events it published (the ``dast_relay_batch_events``
+histogram by default).
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ from collections.abc import Callable
 from typing import Any
 
 from services.platform.bus import Bus, RemembersPublished, game_type_name, raise_if_cancelling
+from services.platform.metrics import game_metrics
 from services.platform.store import RELAY_LEASE_MS, LogEntry, OutboxStore, Unrelayed
 
 log = logging.getLogger(__name__)
@@ -58,8 +69,9 @@ class Relay:
     ``max_known_games`` how many games the relay remembers having settled with the bus
     (a forgotten one costs one lookup); ``lease_ms`` how long a claim lasts unless renewed
     (see the module docstring); ``publish_concurrency`` how many games a pass publishes at
-    once; ``min_pass_seconds`` how soon a pass may follow one that relayed something (the
-    first pass after a quiet spell starts at once).
+    once (its window); ``min_pass_seconds`` how soon a pass may follow one that relayed
+    something (the first pass after a quiet spell starts at once); ``on_batch`` is told how
+    many events each pass published.
     """
 
     def __init__(
@@ -75,8 +87,9 @@ class Relay:
         max_backoff_seconds: float = 5.0,
         mark_every_seconds: float = 1.0,
         max_known_games: int = 100_000,
-        publish_concurrency: int = 32,
+        publish_concurrency: int = 256,
         min_pass_seconds: float = 0.05,
+        on_batch: Callable[[int], None] | None = None,
     ) -> None:
         if lease_ms <= 0 or publish_concurrency <= 0:
             raise ValueError("lease_ms and publish_concurrency must be positive")
@@ -109,6 +122,9 @@ class Relay:
         """How many times the relay extended the claims it held (slow passes only)."""
         self._concurrency = publish_concurrency
         self._min_pass = min_pass_seconds
+        self._on_batch = on_batch or game_metrics().relay_batch_events.observe
+        self._pass_published = 0
+        """Events the current pass has published so far."""
 
     def notify(self) -> None:
         """Wake the relay now: something was appended."""
@@ -170,9 +186,12 @@ class Relay:
         held = {game.game_id for game in claimed}
         """The claims this pass still holds (renewed until marked or released)."""
         renewing = asyncio.create_task(self._renew_while_held(held), name="relay-lease")
+        self._pass_published = 0
         try:
             return await self._relay_claimed(claimed, held)
         finally:
+            if self._pass_published:
+                self._on_batch(self._pass_published)
             renewing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewing
@@ -182,36 +201,43 @@ class Relay:
         # Marks are written together (one store transaction), at least every mark_every.
         marks: list[tuple[str, int]] = []
         last_write = time.monotonic()
-        for start in range(0, len(claimed), self._concurrency):
-            group = claimed[start : start + self._concurrency]
-            try:
-                outcomes = await asyncio.gather(
-                    *(self._publish(game) for game in group), return_exceptions=True
-                )
-            except BaseException:  # cancelled while the group was publishing
-                for game in group:
-                    self._known.pop(game.game_id, None)
-                await asyncio.shield(self._finish(marks, group, claimed[start + len(group) :],
-                                                  held))
-                raise
-            failed: list[Unrelayed] = []
-            for game, outcome in zip(group, outcomes, strict=True):
-                if isinstance(outcome, BaseException):
-                    self._known.pop(game.game_id, None)
-                    failed.append(game)
-                    continue
-                relayed += len(game.entries)
-                if game.entries:
-                    marks.append((game.game_id, game.entries[-1].event.seq))
-            if failed:
-                await asyncio.shield(
-                    self._finish(marks, failed, claimed[start + len(group) :], held)
-                )
-                error = next(outcome for outcome in outcomes if isinstance(outcome, BaseException))
-                raise error
-            if marks and time.monotonic() - last_write >= self._mark_every:
-                await asyncio.shield(self._finish(marks, [], [], held))
-                marks, last_write = [], time.monotonic()
+        waiting = collections.deque(claimed)
+        publishing: dict[asyncio.Future[None], Unrelayed] = {}
+        failed: list[Unrelayed] = []
+        error: BaseException | None = None
+        try:
+            while waiting or publishing:
+                while waiting and not failed and len(publishing) < self._concurrency:
+                    game = waiting.popleft()
+                    publishing[asyncio.ensure_future(self._publish(game))] = game
+                if not publishing:
+                    break  # a game failed and the others in flight have finished
+                done, _ = await asyncio.wait(publishing, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    game = publishing.pop(task)
+                    if task.exception() is not None:
+                        self._known.pop(game.game_id, None)
+                        failed.append(game)
+                        error = error or task.exception()
+                        continue
+                    relayed += len(game.entries)
+                    if game.entries:
+                        marks.append((game.game_id, game.entries[-1].event.seq))
+                if marks and not failed and time.monotonic() - last_write >= self._mark_every:
+                    await asyncio.shield(self._finish(marks, [], [], held))
+                    marks, last_write = [], time.monotonic()
+        except BaseException:  # cancelled while games were publishing
+            in_flight = list(publishing.values())
+            for task in publishing:
+                task.cancel()
+            await asyncio.gather(*publishing, return_exceptions=True)
+            for game in in_flight:
+                self._known.pop(game.game_id, None)
+            await asyncio.shield(self._finish(marks, [*failed, *in_flight], list(waiting), held))
+            raise
+        if error is not None:
+            await asyncio.shield(self._finish(marks, failed, list(waiting), held))
+            raise error
         await self._finish(marks, [], [], held)
         return relayed
 
@@ -275,6 +301,7 @@ class Relay:
         if entries:
             await self._bus.publish(name, game.game_id, entries)
             self.published_events += len(entries)
+            self._pass_published += len(entries)
         if settled:
             # Known from now on; should writing the mark fail, the claim lapses and the next
             # one is interrupted, so the relay looks again all the same.

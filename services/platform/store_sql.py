@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -44,6 +44,7 @@ from sqlmodel import SQLModel
 
 from engine.core.chain import GENESIS_HASH
 from services.platform.clock import wall_clock_ms as now_ms
+from services.platform.metrics import game_metrics
 from services.platform.models import CommandRow, EventRow, GameRow
 from services.platform.sql_engine import open_sql_engine
 from services.platform.store import (
@@ -127,7 +128,11 @@ def _sqlite_engine(url: str) -> Engine:
 class SqlEventStore:
     """:class:`~services.platform.store.OutboxStore` on SQLAlchemy Core over SQLModel tables."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(
+        self, engine: Engine, *, on_batch: Callable[[int], None] | None = None
+    ) -> None:
+        """``on_batch``: told the size of every batch of writes committed together (by
+        default the process's ``dast_store_batch_writes`` histogram)."""
         self._engine = engine
         self._is_postgres = engine.dialect.name == "postgresql"
         # SQLite has one writer anyway; serializing in-process keeps the shared in-memory
@@ -145,12 +150,16 @@ class SqlEventStore:
             prepare=self._sql.read_heads if self._sql.batch_heads else None,
             finish=self._sql.finish if self._sql.batch_writes else None,
             blind=self._sql.write_blind if self._sql.batch_writes else None,
+            on_batch=on_batch or game_metrics().store_batch_writes.observe,
         )
         self._outbox = PostgresOutbox(engine.raw_connection) if self._is_postgres else None
 
     @classmethod
-    def open(cls, url: str | None) -> SqlEventStore:
-        """Open (and create or migrate) the store at ``url``; see :func:`store.open_store`.
+    def open(
+        cls, url: str | None, *, on_batch: Callable[[int], None] | None = None
+    ) -> SqlEventStore:
+        """Open (and create or migrate) the store at ``url``; see :func:`store.open_store`
+        (``on_batch``: see the constructor).
 
         :raises ValueError: if ``url`` is neither SQLite nor PostgreSQL.
         """
@@ -160,12 +169,12 @@ class SqlEventStore:
             engine = _sqlite_engine(url)
             SQLModel.metadata.create_all(engine, tables=[GAMES, EVENTS, COMMANDS])
             upgrade_sqlite(engine)
-            return cls(engine)
+            return cls(engine, on_batch=on_batch)
         if backend == "postgresql":
             from services.platform.migrations import upgrade_database
 
             upgrade_database(url)
-            return cls(open_sql_engine(url, owner="event"))
+            return cls(open_sql_engine(url, owner="event"), on_batch=on_batch)
         raise ValueError(f"unsupported event store URL {make_url(url)!r}")
 
     @contextlib.contextmanager

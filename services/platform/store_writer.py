@@ -176,7 +176,8 @@ class GroupWriter:
     ``blind(connection, offers)``, if given, is tried first when every write of a batch
     offers what it would write without reading (:attr:`Write.blind`; each game once): it
     must write them all in one atomic step or raise having written nothing, and the batch
-    then runs as usual.
+    then runs as usual. ``on_batch(size)``, if given, is called with the number of writes of
+    each batch (on the writer thread, before the batch runs): what group commit gathered.
     """
 
     def __init__(
@@ -190,8 +191,10 @@ class GroupWriter:
         prepare: Callable[[Cursor, list[Write[Any]]], None] | None = None,
         finish: Callable[[Cursor, list[Write[Any]]], None] | None = None,
         blind: Callable[[Any, list[Any]], None] | None = None,
+        on_batch: Callable[[int], None] | None = None,
     ) -> None:
         self._connect = connect
+        self._on_batch = on_batch
         self._prepare = prepare
         self._finish = finish
         self._blind = blind
@@ -328,6 +331,8 @@ class GroupWriter:
 
     def _execute(self, batch: list[Write[Any]]) -> None:
         self.batches += 1
+        if self._on_batch is not None:
+            self._on_batch(len(batch))
         with self._lock:
             outcomes = self._written_blind(batch)
             if outcomes is None:

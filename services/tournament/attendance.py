@@ -33,6 +33,7 @@ So the rule is the board's and the sweeper's, shared by every replica through NA
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Collection, Iterable
 from typing import Final
@@ -79,21 +80,32 @@ class Attendance:
         from the earlier moment another tournament replica (or this one before a restart)
         expects them from on the board; a match expected here already keeps its players'
         moments."""
-        game_id = place.game_id
-        if game_id in self._expected:
-            return
+        await self.expect_all([(place, players)])
+
+    async def expect_all(self, matches: Iterable[tuple[MatchPlace, Iterable[str]]]) -> None:
+        """:meth:`expect` for every ``(place, players)`` of a round at once: the board is
+        read once for all of them (it holds a record per player and match: read per match,
+        a round of 256 tables read it 256 times) and their records are published
+        together."""
         now = self._clock()
-        expected = dict.fromkeys(players, now)
-        if not expected:
+        wanted: dict[str, tuple[MatchPlace, dict[str, int]]] = {}
+        for place, players in matches:
+            expected = dict.fromkeys(players, now)
+            if place.game_id not in self._expected and expected:
+                wanted[place.game_id] = (place, expected)
+        if not wanted:
             return
         for record in await self.board.records():
-            if record.game_id == game_id and is_expectation(record):
+            if record.game_id in wanted and is_expectation(record):
+                expected = wanted[record.game_id][1]
                 for player, since in record.closed.items():
                     if player in expected:
                         expected[player] = min(expected[player], since)
-        self._expected[game_id] = expected
-        self._places[game_id] = place
-        await self._publish(game_id, expected)
+        for game_id, (place, expected) in wanted.items():
+            self._expected[game_id] = expected
+            self._places[game_id] = place
+        await asyncio.gather(*(self._publish(game_id, expected)
+                               for game_id, (_, expected) in wanted.items()))
 
     async def renew(self, ended: Collection[str]) -> None:
         """Drop the expectations of the matches in ``ended`` (with a result, or of a round

@@ -37,14 +37,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import heapq
-from collections.abc import Coroutine, Sequence
-from typing import Any, Final
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, Final, TypeVar
 
 import grpc
 import structlog
 
-from dast.v1 import log_pb2, tournament_pb2
+from dast.v1 import game_pb2, log_pb2, tournament_pb2
 from engine import tournament as engine
 from engine.core.errors import RuleViolation
 from engine.registry import GAMES, GAMES_BY_NAME
@@ -71,6 +72,7 @@ first moves in the first tables created compete with the rest (at 64 at a time a
 CREATE_ATTEMPTS: Final = 5
 """Tries of one match's creation on transient errors before leaving it to the sweep."""
 RETRY_MS: Final = 500
+_T = TypeVar("_T")
 
 
 class Conductor:
@@ -144,7 +146,14 @@ class Conductor:
 
     async def open_tables(self, loaded: Loaded) -> int:
         """Create every match of the current round that has no result and that this
-        replica has not created yet; how many were asked for."""
+        replica has not created yet; how many were asked for.
+
+        The round opens in batches, each for all its tables at once: every table's request
+        is built, every match created, then every stand-in seated (``ControlSeat``), then
+        the players of every match expected on the presence board in one go. A table
+        counts as opened once all three are done for it; one that failed a step is left to
+        the next sweep, which creates it again harmlessly (its game id names the table),
+        as after a kill at any line."""
         state = loaded.state
         if state.phase is not engine.Phase.RUNNING:
             return 0
@@ -152,12 +161,29 @@ class Conductor:
                  for entrant in state.entrants.values() for member in entrant.members}
         bots = frozenset(player for player in names if player.startswith("bot:"))
         opened = self._opened_in(loaded.tournament_id, state.round)
-        pending = [
-            table for table in state.tables
-            if table.table not in state.results and options.game_id_of(
-                loaded.tournament_id, state.round, table.table) not in opened
-        ]
-        await asyncio.gather(*(self._open(loaded, table, names, bots) for table in pending))
+        pending = {
+            options.game_id_of(loaded.tournament_id, state.round, table.table): table
+            for table in state.tables if table.table not in state.results
+        }
+        pending = {game_id: table for game_id, table in pending.items() if game_id not in opened}
+        requests = {
+            game_id: options.create_game_request(loaded.settings, state.options.variant,
+                                                 game_id, table, names, bots)
+            for game_id, table in pending.items()
+        }
+        created = await self._each(requests, self._create)
+        level = loaded.settings.bot_level or options.DEFAULT_BOT_LEVEL
+        seated = await self._each(
+            {game_id: pending[game_id] for game_id in created},
+            lambda game_id, table: self._seat_stand_ins(game_id, table, level))
+        if self.attendance is not None:
+            await self.attendance.expect_all(
+                (MatchPlace(game_id, loaded.tournament_id, state.round, pending[game_id].table),
+                 [seat.player_id for seat in pending[game_id].seats if seat.player_id
+                  and not seat.stand_in and seat.player_id not in bots])
+                for game_id in seated)
+        opened.update(seated)
+        self.created += len(seated)
         return len(pending)
 
     def _opened_in(self, tournament_id: str, round_: int) -> set[str]:
@@ -169,37 +195,43 @@ class Conductor:
             self._opened[tournament_id] = remembered
         return remembered[1]
 
-    async def _open(self, loaded: Loaded, table: engine.Table, names: dict[str, str],
-                    bots: frozenset[str]) -> None:
-        game_id = options.game_id_of(loaded.tournament_id, loaded.state.round, table.table)
-        request = options.create_game_request(loaded.settings, loaded.state.options.variant,
-                                              game_id, table, names, bots)
+    @staticmethod
+    async def _each(work: dict[str, _T],
+                    step: Callable[[str, _T], Coroutine[Any, Any, bool]]) -> list[str]:
+        """``step`` for every game of ``work`` at once; the game ids it succeeded for."""
+        done = await asyncio.gather(*(step(game_id, item) for game_id, item in work.items()))
+        return [game_id for game_id, ok in zip(work, done, strict=True) if ok]
+
+    async def _create(self, game_id: str, request: game_pb2.CreateGameRequest) -> bool:
+        """Create one match (an existing one counts as created); whether it now exists."""
         async with self._create_slots:
-            for attempt in range(CREATE_ATTEMPTS):
-                try:
-                    await self.games.create(request)
-                    for index, seat in enumerate(table.seats):
-                        if seat.stand_in and seat.player_id:
-                            await self.games.stand_in(game_id, index, loaded.settings.bot_level
-                                                      or options.DEFAULT_BOT_LEVEL)
-                    if self.attendance is not None:
-                        await self.attendance.expect(
-                            MatchPlace(game_id, loaded.tournament_id, loaded.state.round,
-                                       table.table),
-                            (seat.player_id for seat in table.seats if seat.player_id
-                             and not seat.stand_in and seat.player_id not in bots))
-                    break
-                except grpc.aio.AioRpcError as error:
-                    if error.code() in TRANSIENT and attempt + 1 < CREATE_ATTEMPTS:
-                        # A replica restarting or busy: the balancer tries another.
-                        await asyncio.sleep(0.1 * (attempt + 1))
-                        continue
-                    # The sweep creates it later.
-                    _log.warning("table_not_created", game_id=game_id,
-                                 code=error.code().name)
-                    return
-        self._opened_in(loaded.tournament_id, loaded.state.round).add(game_id)
-        self.created += 1
+            return await self._retried(game_id, lambda: self.games.create(request))
+
+    async def _seat_stand_ins(self, game_id: str, table: engine.Table, level: str) -> bool:
+        """Seat a bot for every absent player of the table; whether all are seated."""
+        standing_in = [index for index, seat in enumerate(table.seats)
+                       if seat.stand_in and seat.player_id]
+        return all(await asyncio.gather(*(
+            self._retried(game_id, functools.partial(self.games.stand_in, game_id, index,
+                                                     level))
+            for index in standing_in)))
+
+    @staticmethod
+    async def _retried(game_id: str, call: Callable[[], Awaitable[None]]) -> bool:
+        """``call()``, tried again on transient errors; whether it succeeded (if not, the
+        sweep tries again later)."""
+        for attempt in range(CREATE_ATTEMPTS):
+            try:
+                await call()
+                return True
+            except grpc.aio.AioRpcError as error:
+                if error.code() in TRANSIENT and attempt + 1 < CREATE_ATTEMPTS:
+                    # A replica restarting or busy: the balancer tries another.
+                    await asyncio.sleep(0.1 * (attempt + 1))
+                    continue
+                _log.warning("table_not_created", game_id=game_id, code=error.code().name)
+                return False
+        return False
 
     # ---- results ----
 

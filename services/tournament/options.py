@@ -182,10 +182,15 @@ def create_game_request(
     level = settings.bot_level or DEFAULT_BOT_LEVEL
     players = []
     for index, seat in enumerate(table.seats):
-        if seat.player_id:
+        if seat.player_id in bot_players:
+            # A registered bot's name is its id, longer than a display name may be from
+            # the hundredth bot of a tournament on: shown as the seat's fill-in bots are.
+            players.append(common_pb2.Player(
+                player_id=seat.player_id, display_name=f"Bot {index + 1}", is_bot=True))
+        elif seat.player_id:
             players.append(common_pb2.Player(
                 player_id=seat.player_id, display_name=names.get(seat.player_id, ""),
-                is_bot=seat.player_id in bot_players))
+                is_bot=False))
         else:
             players.append(common_pb2.Player(
                 player_id=bot_player_id(level, game_id, index),

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TypedDict
 
 import nats
+import nats.js.errors
 import pytest
 
 from services.platform.bus import InProcessBus, LogEntry
@@ -66,6 +68,13 @@ class RememberingBus(InProcessBus):
 
     def counts(self) -> collections.Counter[tuple[str, int]]:
         return collections.Counter(self.stored)
+
+
+def _bus_options(name: str, window_seconds: float) -> _BusOptions:
+    """A stream and subjects of the test's own, with that duplicate window."""
+    tag = uuid.uuid4().hex[:8]
+    return {"stream": f"{name.upper()}_{tag}", "subject_prefix": f"{name}{tag}.events",
+            "duplicate_window_seconds": window_seconds, "request_timeout_seconds": 0.5}
 
 
 def _grow(store: OutboxStore, game_id: str, count: int) -> None:
@@ -209,13 +218,7 @@ async def _stream_contents(url: str, stream: str) -> dict[str, list[int]]:
 async def test_every_event_is_stored_once_after_a_crash_and_an_outage_past_the_window(
     private_nats: PrivateNats, tmp_path: Path
 ) -> None:
-    tag = uuid.uuid4().hex[:8]
-    options: _BusOptions = {
-        "stream": f"ONCE_{tag}",
-        "subject_prefix": f"once{tag}.events",
-        "duplicate_window_seconds": WINDOW_SECONDS,
-        "request_timeout_seconds": 0.5,
-    }
+    options = _bus_options("once", WINDOW_SECONDS)
     store_url = f"sqlite:///{tmp_path / 'events.db'}"
     store = open_store(store_url)
     games = {"g1": 6, "g2": 4, "g3": 3, "control": 2}
@@ -267,3 +270,69 @@ async def test_every_event_is_stored_once_after_a_crash_and_an_outage_past_the_w
         f"{subject}.control": [1, 2, 2],  # the one resend the relay did not make
     }
     assert relay.skipped_events == 6 + 2 + 2  # g1, g2 and control held that much already
+
+
+async def _stream_size(url: str, stream: str) -> int:
+    connection = await nats.connect(url)
+    try:
+        return int((await connection.jetstream().stream_info(stream)).state.messages)
+    except nats.js.errors.NotFoundError:
+        return 0
+    finally:
+        await connection.close()
+
+
+async def test_a_window_of_games_keeps_order_and_stores_once_through_a_nats_restart(
+    private_nats: PrivateNats, tmp_path: Path
+) -> None:
+    # Each game's events in seq order, every event once, though the pass publishes many
+    # games at once and NATS restarts under it.
+    options = _bus_options("window", 120.0)
+    store = open_store(f"sqlite:///{tmp_path / 'events.db'}")
+    games = [f"g{number:02}" for number in range(24)]
+    for game_id in games:
+        store.create_game(game_id, HOKM, make_entries(1, 4))
+    bus = NatsBus(private_nats.url, **options)
+    await bus.start()
+    sizes: list[int] = []
+    # A window narrower than the games, so that games wait for room within a pass.
+    relay = Relay(store, bus, poll_seconds=0.05, max_backoff_seconds=0.2, min_pass_seconds=0,
+                  publish_concurrency=8, on_batch=sizes.append)
+    relaying = asyncio.create_task(relay.run())
+    rounds = 30
+
+    async def play() -> None:
+        for _ in range(rounds):
+            for game_id in games:
+                _grow(store, game_id, 1)
+            relay.notify()
+            await asyncio.sleep(0.02)
+
+    try:
+        playing = asyncio.create_task(play())
+        await asyncio.sleep(0.2)
+        private_nats.stop()  # mid-play: passes fail, the games go on in the store
+        await asyncio.sleep(0.5)
+        private_nats.start()
+        await playing
+        total = len(games) * (4 + rounds)
+        for _ in range(300):
+            if await _stream_size(private_nats.url, options["stream"]) >= total:
+                break
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.3)  # the last pass marks what it published
+    finally:
+        relaying.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await relaying
+        await bus.close()
+    contents = await _stream_contents(private_nats.url, options["stream"])
+    try:
+        assert store.claim_unrelayed() == []
+    finally:
+        store.close()
+    subject = f"{options['subject_prefix']}.hokm"
+    assert contents == {f"{subject}.{game_id}": list(range(1, 4 + rounds + 1))
+                        for game_id in games}
+    assert relay.failures >= 1  # the restart did land on the relay
+    assert max(sizes) > 1 and sum(sizes) == relay.published_events
