@@ -41,7 +41,7 @@ MAX_PAGE_SIZE: Final = 100
 _VARIANT: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 _WEEK: Final = re.compile(r"(\d{4})-W(\d{2})")
 _MONTH: Final = re.compile(r"(\d{4})-(\d{2})")
-_TOKEN_CHARS: Final = 512
+_TOKEN_CHARS: Final = 1024
 
 
 class StatsReason(StrEnum):

@@ -29,8 +29,10 @@ from services.platform.errors import Reason, ServiceError
 from services.platform.validation import MAX_ID_CHARS
 from services.tournament.store import ListingQuery, Position
 
-MAX_TOKEN_CHARS: Final = 512
-"""Longer than any token this service makes (an id of 128 characters encodes to ~250)."""
+MAX_TOKEN_CHARS: Final = 1024
+"""Longer than any token this service makes: a tournament id may be 128 characters of 4
+bytes each in UTF-8 (ids are printable text, chosen by an operator), about 800 once encoded
+with the rest (the request guard admits a ``page_token`` that long)."""
 TAG_BYTES: Final = 16
 _VERSION: Final = 1
 _KEY_LABEL: Final = b"dast.v1.TournamentService page tokens"
