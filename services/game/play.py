@@ -88,6 +88,14 @@ class PlayStats:
         """The longest any stream's queue has been."""
 
 
+class EndedWith(Exception):
+    """Ends a stream with a status made elsewhere (a ban's, with its ``until_ms``)."""
+
+    def __init__(self, status: grpc.Status) -> None:
+        super().__init__(status.details)
+        self.status = status
+
+
 class Outbox:
     """The messages waiting for the client, and the outcomes waiting for their events."""
 
@@ -175,6 +183,8 @@ class PlayStream:
         """The sender is handing gRPC a message (stuck there while the client does not read)."""
         self._ended = False
         """The call was ended from another task than the sender's (a backlog)."""
+        self._applying = False
+        """A command is being applied (its outcome is yet to be queued)."""
         self._seat = opening.seat if opening.HasField("seat") else None
 
     @property
@@ -201,8 +211,10 @@ class PlayStream:
                         "the stream's access token expired: send a PlayRenewal with a fresh "
                         "token before it expires, or open Play again with one",
                     )
-                if self.outbox.events_ended and not len(self.outbox):
-                    return  # the final event is sent: the match has nothing more to say
+                if self.outbox.events_ended and not len(self.outbox) and not self._applying:
+                    # The final event is sent, and the outcome of the command that made it
+                    # (if this stream's): the match has nothing more to say.
+                    return
                 message = await self.outbox.take(min(left, self._heartbeat_seconds))
                 if message is None:
                     if self.outbox.events_ended or self.outbox.failure is not None:
@@ -254,7 +266,11 @@ class PlayStream:
             async for request in requests:
                 kind = request.WhichOneof("kind")
                 if kind == "command":
-                    await self._command(request.command)
+                    self._applying = True
+                    try:
+                        await self._command(request.command)
+                    finally:
+                        self._applying = False
                 elif kind == "renewal":
                     self._renew(request.renewal.access_token)
                     await self._queued(game_pb2.PlayResponse(renewed=game_pb2.PlayRenewed(
@@ -275,10 +291,8 @@ class PlayStream:
         try:
             self._caller.renew(token)
         except AuthError as refused:
-            if refused.status is not None:  # a ban says why and until when
-                raise ServiceError(
-                    grpc.StatusCode.PERMISSION_DENIED, Reason.PLAYER_BANNED, refused.message
-                ) from refused
+            if refused.status is not None:  # a ban's own status says why and until when
+                raise EndedWith(refused.status) from refused
             raise ServiceError(grpc.StatusCode.UNAUTHENTICATED, refused.reason,
                                f"renewal refused: {refused.message}") from refused
 

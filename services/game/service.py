@@ -31,7 +31,13 @@ from engine.core.payload import put, take
 from engine.registry import GAMES
 from services.game.commands import CommandHandler, Outcome, Submission
 from services.game.control import SeatControls, seat_control_of
-from services.game.play import HEARTBEAT_SECONDS, QUEUE_LIMIT, PlayStats, PlayStream
+from services.game.play import (
+    HEARTBEAT_SECONDS,
+    QUEUE_LIMIT,
+    EndedWith,
+    PlayStats,
+    PlayStream,
+)
 from services.game.repository import GameRepository, GameSnapshot
 from services.game.streams import GameFeeds
 from services.game.turns import fill_turn, next_to_act, turn_for
@@ -486,6 +492,8 @@ class GameService(game_pb2_grpc.GameServiceServicer):
                     yield message
         except grpc.aio.AbortError:
             raise  # ended already (a backlog the sender could not report)
+        except EndedWith as ended:
+            await context.abort_with_status(ended.status)
         except Exception as exc:
             # Logged with the game the stream opened, if it got so far.
             await _end_with_failure(self, game_pb2.PlayOpen(game_id=game_id), context, exc)

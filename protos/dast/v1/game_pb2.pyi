@@ -579,7 +579,11 @@ Global___ControlSeatResponse: typing_extensions.TypeAlias = ControlSeatResponse
 
 @typing.final
 class PlayRequest(google.protobuf.message.Message):
-    """A client's message on a Play stream: the first is `open`, every later one anything else."""
+    """A client's message on a Play stream: the first is `open`, every later one anything else.
+    A message that does not parse, or carries a field no request may (docs/clients.md
+    "Errors"), ends the stream with INVALID_ARGUMENT; a command the server reads is answered
+    by its outcome. At most 256 messages wait for a client that does not read (see Play).
+    """
 
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
@@ -805,7 +809,9 @@ Global___PlayOutcome: typing_extensions.TypeAlias = PlayOutcome
 
 @typing.final
 class PlayHeartbeat(google.protobuf.message.Message):
-    """Sent every few seconds while the server has nothing else to send, and at once for a ping."""
+    """Sent every 5 seconds while the server has nothing else to send (an app that hears nothing
+    for 10 s takes the stream for dead and opens another), and at once for a ping.
+    """
 
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 

@@ -164,10 +164,12 @@ async def _play_by_streams(server: Embedded, table: Table) -> tuple[list[bytes],
         stream = Play(server.channel, token(f"p{seat}"), "match")
         rng = DeterministicRandom(bytes(32), f"seat/{seat}")
         moves = 0
+        outcomes = []
         try:
             async for response in stream.call:
                 if response.HasField("outcome"):
                     assert response.outcome.status.code == code_pb2.OK, response.outcome
+                    outcomes.append(response.outcome.command_id)
                     continue
                 if not response.HasField("event"):
                     continue
@@ -180,6 +182,8 @@ async def _play_by_streams(server: Embedded, table: Table) -> tuple[list[bytes],
                     moves += 1
         finally:
             stream.close()
+        # Every command's outcome came, the last one's (which ended the match) included.
+        assert outcomes == [f"s{seat}-{move}" for move in range(moves)]
 
     await asyncio.wait_for(asyncio.gather(*(seat_plays(s) for s in range(table.seats))), 60)
     log = [entry.SerializeToString() for entry in
