@@ -45,8 +45,7 @@ from services.platform.errors import (
     ServiceError,
     abort_with,
     known_error,
-    rich_status_message,
-    status_of,
+    status_message_for,
 )
 from services.platform.stream_caller import StreamCaller
 
@@ -308,13 +307,11 @@ class PlayStream:
             known = known_error(refused)
             if known is None:
                 raise  # not a refusal: the stream ends INTERNAL, as the call would
-            code, reason, _ = status_of(known)
-            service.count_refusal(label, game_id, command.expected_seq, code, reason)
-            status = rich_status_message(known.code, known.reason, known.message,
-                                         metadata=known.metadata,
-                                         retry_after=known.retry_after)
+            service.count_refusal(label, game_id, command.expected_seq, known.code,
+                                  known.reason)
             await self._queued(game_pb2.PlayResponse(outcome=game_pb2.PlayOutcome(
-                command_id=command.command_id, status=status, server_time_ms=self._clock())))
+                command_id=command.command_id, status=status_message_for(known),
+                server_time_ms=self._clock())))
             return
         accepted = game_pb2.PlayOutcome(command_id=command.command_id, status=_OK,
                                         duplicate=outcome.duplicate,

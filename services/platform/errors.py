@@ -271,8 +271,14 @@ def _packed(detail: Any) -> any_pb2.Any:
 
 def status_for(error: ServiceError) -> grpc.Status:
     """The rich status answering ``error``."""
-    return rich_status(error.code, error.reason, error.message, metadata=error.metadata,
-                       retry_after=error.retry_after)
+    return rpc_status.to_status(status_message_for(error))
+
+
+def status_message_for(error: ServiceError) -> status_pb2.Status:
+    """:func:`status_for` as the ``google.rpc.Status`` message (what a reply carries when a
+    refusal does not end its call: a Play stream's outcome)."""
+    return rich_status_message(error.code, error.reason, error.message,
+                               metadata=error.metadata, retry_after=error.retry_after)
 
 
 async def abort_with(

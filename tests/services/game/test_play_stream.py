@@ -395,3 +395,29 @@ async def test_a_stream_that_does_not_open_first_is_refused() -> None:
         assert ended.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         missing = Play(server.channel, token("p0"), "no-such-game")
         assert await missing.status() == (grpc.StatusCode.NOT_FOUND, "game_not_found")
+
+
+async def test_a_service_plays_the_seat_it_names_and_only_services_act_automatically() -> None:
+    async with serving() as server:
+        await _hokm_game(server)
+        seat = (await server.client("p0").view("g1")).hokm.turn
+        player = Play(server.channel, token(f"p{seat}"), "g1")
+        turn = await _turn(player)
+        move = choose(turn, DeterministicRandom(bytes(32), "service"))
+        automatic = game_pb2.PlayCommand(command_id="auto", expected_seq=turn.event.seq,
+                                         hokm=move, automatic=True)
+        player.send(game_pb2.PlayRequest(command=automatic))
+        outcome, _ = await player.outcome("auto")
+        assert outcome.status.code == code_pb2.PERMISSION_DENIED
+        assert _reason(outcome.status) == "ERROR_REASON_ROLE_REQUIRED"
+        player.close()
+        # A bot service's stream for that seat: the seat's view, its command applied.
+        bots = Play(server.channel, token("bots", Role.SERVICE), "g1", seat=seat)
+        turn = await _turn(bots)
+        bots.send(game_pb2.PlayRequest(command=automatic))
+        outcome, _ = await bots.outcome("auto")
+        assert outcome.status.code == code_pb2.OK and not outcome.duplicate
+        log = await server.client("operator", Role.ADMIN).export("g1")
+        command = log[outcome.first_seq - 1].event
+        assert command.automatic
+        bots.close()
