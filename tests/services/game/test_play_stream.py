@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -158,22 +158,36 @@ async def _play_by_calls(server: Embedded, table: Table) -> tuple[list[bytes], S
 async def _play_by_streams(server: Embedded, table: Table) -> tuple[list[bytes], Seen]:
     """The same match, each seat acting on its Play stream from the views it carries."""
     await _created(server, table, "match")
+    seen = await play_seats([server.channel] * table.seats, table, "match")
+    log = [entry.SerializeToString() for entry in
+           await server.client("p0").export("match")]
+    return log, seen
+
+
+async def play_seats(channels: Sequence[grpc.aio.Channel], table: Table, game_id: str) -> Seen:
+    """Play ``game_id`` to its end, seat ``s`` (player ``p<s>``) on a Play stream over
+    ``channels[s]``, choosing its moves from the views the stream carries; what each seat
+    received. Every command's outcome must be OK and come after the events it reports."""
     seen: Seen = {seat: [] for seat in range(table.seats)}
 
     async def seat_plays(seat: int) -> None:
-        stream = Play(server.channel, token(f"p{seat}"), "match")
+        stream = Play(channels[seat], token(f"p{seat}"), game_id)
         rng = DeterministicRandom(bytes(32), f"seat/{seat}")
         moves = 0
         outcomes = []
+        last_seq = 0
         try:
             async for response in stream.call:
                 if response.HasField("outcome"):
                     assert response.outcome.status.code == code_pb2.OK, response.outcome
+                    assert response.outcome.last_seq <= last_seq, "an outcome before its events"
                     outcomes.append(response.outcome.command_id)
                     continue
                 if not response.HasField("event"):
                     continue
                 event = response.event
+                assert event.event.seq == last_seq + 1, "an event missed or repeated"
+                last_seq = event.event.seq
                 seen[seat].append((event.event.SerializeToString(), event.hash))
                 if event.turn.your_turn:
                     body = choose(event, rng)
@@ -186,9 +200,7 @@ async def _play_by_streams(server: Embedded, table: Table) -> tuple[list[bytes],
         assert outcomes == [f"s{seat}-{move}" for move in range(moves)]
 
     await asyncio.wait_for(asyncio.gather(*(seat_plays(s) for s in range(table.seats))), 60)
-    log = [entry.SerializeToString() for entry in
-           await server.client("p0").export("match")]
-    return log, seen
+    return seen
 
 
 @pytest.mark.parametrize("name", list(TABLES))
