@@ -330,9 +330,11 @@ def _with_stream_caller(handler: grpc.RpcMethodHandler, identity: Identity, auth
 
     async def bidi(requests: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         token = bearer_of(context.invocation_metadata())
-        # The interceptor checked this very token before the call started.
-        expires = auth.check(token)[1] if token is not None else 0
-        serving(StreamCaller(identity, float(expires), auth.check, limiter.admit_call))
+        try:  # the interceptor checked this very token an instant ago
+            expires = float(auth.check(token)[1]) if token is not None else 0.0
+        except AuthError:
+            expires = 0.0  # it expired (or was revoked) since: the stream ends at once
+        serving(StreamCaller(identity, expires, auth.check, limiter.admit_call))
         async for response in behavior(requests, context):
             yield response
 
