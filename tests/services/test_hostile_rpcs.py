@@ -164,7 +164,9 @@ def judge(world: World, method: MethodDescriptor, payload: bytes, token_name: st
     where = f"{method.name} with token {token_name}, request {payload[:80]!r}"
     problem = reply_problem(code, payload, error)
     assert problem is None, f"{where}: {problem}"
-    if error is None and method.name in CHANGING:
+    # A bidirectional stream may have applied commands before a later message ended it with
+    # an error: its requests count whatever its status.
+    if method.name in CHANGING and (error is None or method.client_streaming):
         request_class = GetMessageClass(method.input_type)
         if method.client_streaming:  # the requests that parse (the stream ends at the first
             requests = []            # that does not, after those before it were served)
