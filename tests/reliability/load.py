@@ -5,6 +5,11 @@
 - **A person's match**: a guest of the lobby at a table filled with bots, playing its own
   turns, with its game stream held on one game replica (so that pausing that replica past
   the presence grace period hands the seat to a bot, and the log shows it).
+- **A person on a Play stream**: another such guest, playing its turns over one
+  ``GameService.Play`` stream on the balanced game address; after every drop it opens the
+  stream again from the last seq it received and resends the commands whose outcome had
+  not arrived, so the suite can check that it saw every event once and every command's
+  outcome once.
 - **Idle streams**: watchers (spectators with tokens of their own) following the matches;
   each resumes after a drop from the last seq it saw, and keeps every (seq, hash) it was
   sent, so the suite can check that no watcher saw a gap, a duplicate or a hash the log
@@ -297,3 +302,108 @@ class Person:
             except grpc.aio.AioRpcError as error:
                 if error.code() not in LOST_RACE:
                     raise  # look again after a lost race; anything else is a failure
+
+
+STREAM_SILENCE_SECONDS: Final = 12.0
+"""How long a Play stream may say nothing before its client takes it for dead: two of the
+server's heartbeats (every 5 s) and some slack (docs/clients.md "Play stream")."""
+
+
+@dataclass
+class StreamPerson:
+    """A guest who plays its own turns over a Play stream (see the module docstring)."""
+
+    game: game_pb2_grpc.GameServiceStub
+    token: str
+    player_id: str
+    game_id: str
+    tally: CallTally
+    received: list[int] = field(default_factory=list)
+    """The seq of every event the streams sent, in order, across reconnections."""
+    unanswered: dict[str, game_pb2.PlayCommand] = field(default_factory=dict)
+    """Commands sent whose outcome has not arrived (resent on the next stream)."""
+    outcomes: Counter[str] = field(default_factory=Counter)
+    moves: int = 0
+    refused: int = 0
+    reconnections: int = 0
+
+    async def play_to_the_end(self) -> None:
+        """Play until the stream ends after the match's final event."""
+        while True:
+            requests: asyncio.Queue[game_pb2.PlayRequest | None] = asyncio.Queue()
+            after = self.received[-1] if self.received else 0
+            requests.put_nowait(game_pb2.PlayRequest(open=game_pb2.PlayOpen(
+                game_id=self.game_id, after_seq=after)))
+            for command in self.unanswered.values():
+                requests.put_nowait(game_pb2.PlayRequest(command=command))
+            call = self.game.Play(_drained(requests), metadata=bearer(self.token))
+            try:
+                while True:
+                    response = await asyncio.wait_for(call.read(), STREAM_SILENCE_SECONDS)
+                    if response is grpc.aio.EOF:
+                        return  # ended by the server after the final event
+                    self._take(response, requests)
+            except grpc.aio.AioRpcError as error:
+                self.tally.record(error)
+                if error.code() not in TRANSIENT:
+                    raise
+            except TimeoutError:
+                pass  # silent too long: a dead stream (its replica paused or cut off)
+            finally:
+                requests.put_nowait(None)
+                call.cancel()
+            self.reconnections += 1
+            await asyncio.sleep(0.2)
+
+    def _take(self, response: game_pb2.PlayResponse,
+              requests: asyncio.Queue[game_pb2.PlayRequest | None]) -> None:
+        kind = response.WhichOneof("kind")
+        if kind == "outcome":
+            outcome = response.outcome
+            self.outcomes[outcome.command_id] += 1
+            self.unanswered.pop(outcome.command_id, None)
+            if outcome.status.code != 0:
+                self.refused += 1  # the seat's turn moved on (a bot stood in): act again
+            elif not outcome.duplicate:
+                self.moves += 1
+            return
+        if kind != "event":
+            return
+        event = response.event
+        self.received.append(event.event.seq)
+        if not event.turn.your_turn:
+            return
+        name = event.WhichOneof("view")
+        if name is None:
+            return
+        reply = game_pb2.GetViewResponse(seq=event.event.seq)
+        getattr(reply, name).CopyFrom(getattr(event, name))
+        view = SeatView.of(reply)
+        if not view.view.legal:
+            return
+        command = game_pb2.PlayCommand(command_id=f"{self.player_id}:{view.seq}",
+                                       expected_seq=view.seq)
+        getattr(command, view.game).CopyFrom(decide(view, "basic", self.game_id))
+        self.unanswered[command.command_id] = command
+        requests.put_nowait(game_pb2.PlayRequest(command=command))
+
+    def problems(self) -> list[str]:
+        """Events missed or repeated across the streams, outcomes missing or repeated."""
+        found = []
+        for index, seq in enumerate(self.received):
+            if seq != index + 1:
+                found.append(f"the Play person of {self.game_id} was sent seq {seq} where "
+                             f"{index + 1} was due")
+                break
+        repeated = sorted(command for command, count in self.outcomes.items() if count > 1)
+        if repeated:
+            found.append(f"the Play person got outcomes twice: {repeated[:5]}")
+        if self.unanswered:
+            found.append(f"the Play person never got the outcome of {sorted(self.unanswered)}")
+        return found
+
+
+async def _drained(requests: asyncio.Queue[game_pb2.PlayRequest | None]) -> Any:
+    """The requests put on ``requests``, until None."""
+    while (request := await requests.get()) is not None:
+        yield request

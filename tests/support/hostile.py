@@ -228,9 +228,12 @@ async def send(channel: grpc.aio.Channel, method: MethodDescriptor, payload: byt
     return grpc.StatusCode.OK, replies, None
 
 
-WRITE_PAUSE_SECONDS: Final = 0.02
-"""How long a bidirectional call waits after each request it writes for the server to
-answer it (and perhaps end the call) before it writes the next."""
+OPENING_WAIT_SECONDS: Final = 0.2
+"""How long a bidirectional call waits, before writing its first request, for a server that
+ends it without one (a missing or refused token)."""
+ANSWER_WAIT_SECONDS: Final = 0.5
+"""How long it waits after each request for the server's answer to it (a reply, or the end
+of the call) before it writes the next."""
 
 
 async def _bidirectional(channel: grpc.aio.Channel, method: MethodDescriptor,
@@ -238,26 +241,38 @@ async def _bidirectional(channel: grpc.aio.Channel, method: MethodDescriptor,
     """Write ``requests`` to a call of ``method`` one by one while reading its replies into
     ``replies``, for :data:`STREAM_WAIT_SECONDS` after the last.
 
-    The client stops writing once the server ended the call: grpc.aio reports a write that
-    meets a call the server has just ended as the client's own INTERNAL ("Internal error
-    from Core") in place of the server's status.
+    The client writes nothing once the server may have ended the call: grpc.aio reports a
+    write that meets a call the server has just ended as the client's own INTERNAL
+    ("Internal error from Core") in place of the server's status. So it writes each request
+    only when the server has answered the one before (or said nothing for a while).
 
     :raises grpc.aio.AioRpcError: the status the call ended with.
     """
     call = channel.stream_stream(rpc_path(method))(metadata=metadata)
+    answered = asyncio.Event()
 
     async def read() -> None:
         async for reply in call:
             replies.append(reply)
+            answered.set()
+
+    async def settled(seconds: float) -> None:
+        """Return once the call ended or answered, or after ``seconds``."""
+        waiting = asyncio.ensure_future(answered.wait())
+        await asyncio.wait({reading, waiting}, timeout=seconds,
+                           return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
 
     reading = asyncio.ensure_future(read())
     try:
-        for raw in requests:
-            if call.done():
+        for index, raw in enumerate(requests):
+            await settled(OPENING_WAIT_SECONDS if index == 0 else ANSWER_WAIT_SECONDS)
+            if reading.done():
                 break
+            answered.clear()
             await call.write(raw)
-            await asyncio.sleep(WRITE_PAUSE_SECONDS)
-        if not call.done():
+        await settled(ANSWER_WAIT_SECONDS)
+        if not reading.done():
             await call.done_writing()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(reading), STREAM_WAIT_SECONDS)
