@@ -57,8 +57,6 @@ def render(result: RunResult, command: str) -> str:
             ("moves the person made", result.person_moves),
             ("the person's seat handed to a bot (its replica paused) / given back",
              f"{result.person_takeovers} / {result.person_returns}"),
-            ("moves the person on a Play stream made / times it resumed the stream",
-             f"{result.stream_person_moves} / {result.stream_person_reconnections}"),
             ("hostile requests", result.hostile_sent),
         ]),
         "",

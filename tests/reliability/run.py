@@ -28,15 +28,7 @@ from tests.reliability.checks import Findings, check_everything
 from tests.reliability.cluster import Cluster, running_cluster
 from tests.reliability.faults import FaultInjector, Injected
 from tests.reliability.hostile_clients import HostileClients
-from tests.reliability.load import (
-    VARIANTS,
-    CallTally,
-    Load,
-    Person,
-    StreamPerson,
-    bearer,
-    retrying,
-)
+from tests.reliability.load import VARIANTS, CallTally, Load, Person, bearer, retrying
 from tests.support.hostile import every_service
 from tests.support.tokens import TEST_KEYS
 
@@ -76,9 +68,6 @@ class RunResult:
     person_moves: int
     person_takeovers: int
     person_returns: int
-    stream_person_moves: int = 0
-    """Moves the person on a Play stream made (and, below, how often it resumed)."""
-    stream_person_reconnections: int = 0
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -111,11 +100,6 @@ async def run_suite(options: RunOptions, work_dir: Path, progress: Progress = pr
         # no replica ever saw them and there is no one to take over.
         await _wait_until_on_the_board(cluster.nats.url, person)
         playing = asyncio.create_task(person.play_to_the_end())
-        seated = await _seat_a_person(cluster, load.tally, lobby_channel, game, game)
-        stream_person = StreamPerson(game, seated.token, seated.player_id, seated.game_id,
-                                     load.tally)
-        load.matches[stream_person.game_id] = PERSONS_VARIANT
-        streaming = asyncio.create_task(stream_person.play_to_the_end())
         hostile = HostileClients(_addresses(cluster), TEST_KEYS,
                                  [person.game_id, "x", person.player_id],
                                  options.hostile_calls, options.seed)
@@ -131,14 +115,13 @@ async def run_suite(options: RunOptions, work_dir: Path, progress: Progress = pr
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(180):
                     await asyncio.shield(playing)
-                    await asyncio.shield(streaming)
             await hostile.join()
             findings = await check_everything(load, cluster.database_url, cluster.nats.url,
                                               TEST_KEYS, stats_running="stats" in cluster.services)
         finally:
             stop_load.set()
             await load.stop_watching()
-            for task in (sustained, presence, playing, streaming):
+            for task in (sustained, presence, playing):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
                     await task
@@ -148,9 +131,6 @@ async def run_suite(options: RunOptions, work_dir: Path, progress: Progress = pr
                  for code, count in load.tally.unexpected.items()]
     if playing.cancelled() or playing.exception() is not None:
         problems.append(f"the person's match did not end for them: {_outcome(playing)}")
-    if streaming.cancelled() or streaming.exception() is not None:
-        problems.append(f"the Play person's match did not end for them: {_outcome(streaming)}")
-    problems += stream_person.problems()
     return RunResult(
         options=options, services=cluster.services, processes=len(cluster.processes),
         wall_s=round(time.monotonic() - began, 1), faults=injector.injected,
@@ -159,9 +139,7 @@ async def run_suite(options: RunOptions, work_dir: Path, progress: Progress = pr
         load_handled=load.tally.handled,
         unexpected_failures=load.tally.unexpected, person_moves=person.moves,
         person_takeovers=findings.takeovers[person.game_id],
-        person_returns=findings.returns[person.game_id],
-        stream_person_moves=stream_person.moves,
-        stream_person_reconnections=stream_person.reconnections, problems=problems,
+        person_returns=findings.returns[person.game_id], problems=problems,
     )
 
 
