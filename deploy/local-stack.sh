@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # A local multi-process dast stack without Docker, like production (docs/architecture.md "Scale-out"):
-# one lobby, GAME_REPLICAS game-service replicas, BOT_REPLICAS bot-service replicas,
-# TOURNAMENT_REPLICAS tournament-service replicas and one stats service (its projection has
-# one writer), each its own `dast serve --services NAME`
-# process on loopback, over the machine's PostgreSQL and
+# one accounts service (where players sign in: docs/accounts.md), one lobby, GAME_REPLICAS
+# game-service replicas, BOT_REPLICAS bot-service replicas, TOURNAMENT_REPLICAS
+# tournament-service replicas and one stats service (its projection has one writer), each
+# its own `dast serve --services NAME` process on loopback, over the machine's PostgreSQL and
 # NATS (JetStream). The lobby and the bots reach the game replicas through one multi-address
 # target balanced by gRPC itself (round_robin), as clients do.
 #
-#   deploy/local-stack.sh                  # lobby :50051, games :50061-2, bots :50071-2,
-#                                          # tournaments :50081-2, stats :50091
+#   deploy/local-stack.sh                  # lobby :50051, accounts :50052, games :50061-2,
+#                                          # bots :50071-2, tournaments :50081-2, stats :50091
 #   GAME_REPLICAS=3 deploy/local-stack.sh
-#   .venv/bin/dast play --game-server ipv4:127.0.0.1:50061,127.0.0.1:50062
+#   .venv/bin/dast play --accounts-server 127.0.0.1:50052 \
+#     --game-server ipv4:127.0.0.1:50061,127.0.0.1:50062
 #   deploy/local-stack.sh --secrets        # make the secrets if missing, print their file
 #
 # Needs PostgreSQL and nats-server at DAST_DATABASE_URL / DAST_NATS_URL (the defaults match
@@ -46,6 +47,7 @@ esac
 : "${BOT_REPLICAS:=2}"
 : "${TOURNAMENT_REPLICAS:=2}"
 : "${LOBBY_PORT:=50051}"
+: "${ACCOUNTS_PORT:=50052}"
 : "${GAME_BASE_PORT:=50061}"
 : "${BOT_BASE_PORT:=50071}"
 : "${TOURNAMENT_BASE_PORT:=50081}"
@@ -182,10 +184,14 @@ for i in $(seq 0 $((TOURNAMENT_REPLICAS - 1))); do
   serve tournament "$((TOURNAMENT_BASE_PORT + i))"
 done
 serve stats "$STATS_PORT"
+serve accounts "$ACCOUNTS_PORT"
 wait_port "$LOBBY_PORT"
-echo "dast stack up: lobby 127.0.0.1:$LOBBY_PORT, game $DAST_GAME_TARGET," \
+wait_port "$ACCOUNTS_PORT"
+echo "dast stack up: lobby 127.0.0.1:$LOBBY_PORT, accounts 127.0.0.1:$ACCOUNTS_PORT," \
+     "game $DAST_GAME_TARGET," \
      "$BOT_REPLICAS bot replicas, $TOURNAMENT_REPLICAS tournament replicas" \
      "(:$TOURNAMENT_BASE_PORT…), stats 127.0.0.1:$STATS_PORT," \
      "deployment ${DAST_DEPLOYMENT:-dast}"
-echo "  play: .venv/bin/dast play --game-server $DAST_GAME_TARGET"
+echo "  play: .venv/bin/dast play --accounts-server 127.0.0.1:$ACCOUNTS_PORT" \
+     "--game-server $DAST_GAME_TARGET"
 wait

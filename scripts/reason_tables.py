@@ -34,6 +34,7 @@ from engine.hokm.errors import HokmCode  # noqa: E402
 from engine.tournament.errors import TournamentCode  # noqa: E402
 from services.accounts.oidc import OidcReason  # noqa: E402
 from services.accounts.reasons import AccountsReason, ModerationReason  # noqa: E402
+from services.chat.reasons import ChatReason, ReportReason  # noqa: E402
 from services.lobby.reasons import LobbyReason  # noqa: E402
 from services.platform.errors import Reason, is_listed, wire_name  # noqa: E402
 from services.stats.service import StatsReason  # noqa: E402
@@ -109,13 +110,13 @@ GUIDANCE: dict[str, Guidance] = {
                                         "an enum value this server does not know",
                                         "an app newer than the server: send a known value"),
     Reason.UNAUTHENTICATED: Guidance("UNAUTHENTICATED", "no bearer token",
-                                     "sign in (SignInGuest) and send the token"),
+                                     "sign in (AccountsService) and send the access token"),
     Reason.TOKEN_EXPIRED: Guidance("UNAUTHENTICATED", "the token's time is up",
-                                   "SignInGuest again with the same device id (same "
-                                   "player), then retry"),
+                                   "Refresh with the session's refresh token (else sign in "
+                                   "again), then retry the call"),
     Reason.TOKEN_INVALID: Guidance("UNAUTHENTICATED",
                                    "badly signed or malformed token, or an unknown role",
-                                   "discard the token; SignInGuest again"),
+                                   "discard the token; sign in again"),
     Reason.RATE_LIMITED: Guidance("RESOURCE_EXHAUSTED", "too many calls of this method",
                                   "wait the `RetryInfo` delay, then retry"),
     Reason.TOO_MANY_STREAMS: Guidance("RESOURCE_EXHAUSTED",
@@ -180,6 +181,10 @@ GUIDANCE: dict[str, Guidance] = {
     LobbyReason.GAME_SERVICE_UNAVAILABLE: Guidance(
         "UNAVAILABLE", "the game service did not answer while starting the match",
         "retry StartGame / Rematch after a moment"),
+    LobbyReason.DEVICE_SIGN_IN_RETIRED: Guidance(
+        "FAILED_PRECONDITION", "the lobby's SignInGuest (a device id alone) is retired on "
+        "this server", "sign in with AccountsService (SignInGuest with the device secret, or "
+        "SignInWithIdToken)"),
     # ---- services.tournament.reasons.TournamentServiceReason ----
     TournamentServiceReason.TOURNAMENT_NOT_FOUND: Guidance(
         "NOT_FOUND", "no tournament has that id", "refresh the list (ListTournaments)"),
@@ -245,6 +250,43 @@ GUIDANCE: dict[str, Guidance] = {
     ModerationReason.UNKNOWN_PLAYER: Guidance(
         "NOT_FOUND", "the accounts service knows no player with this id",
         "search for the player (FindPlayers) and use the id it shows"),
+    # ---- services.chat.reasons.ChatReason ----
+    ChatReason.NOT_AT_TABLE: Guidance(
+        "PERMISSION_DENIED", "the caller neither sits at the table nor may watch it (the "
+        "table takes no spectators)", "offer the table's talk only to its people"),
+    ChatReason.CHAT_OFF: Guidance(
+        "FAILED_PRECONDITION", "the host turned the table's talk off (`TableSettings.chat`)",
+        "hide the talk while the table's settings say so"),
+    ChatReason.CHAT_PHRASES_ONLY: Guidance(
+        "FAILED_PRECONDITION", "the table allows quick phrases only, and the call sent text",
+        "offer the quick phrases, not the keyboard"),
+    ChatReason.CHAT_TOO_LONG: Guidance(
+        "INVALID_ARGUMENT", "the text has more characters than the server's limit once "
+        "cleaned (`ErrorInfo.metadata[\"max_chars\"]`)", "stop typing at the limit"),
+    ChatReason.CHAT_TEXT_INVALID: Guidance(
+        "INVALID_ARGUMENT", "nothing visible is left of the text once control, direction "
+        "and invisible characters are removed (or neither text nor a phrase was sent)",
+        "send what the person typed, and nothing when it is empty"),
+    ChatReason.UNKNOWN_PHRASE: Guidance(
+        "INVALID_ARGUMENT", "no quick phrase has that id", "use the ids ListPhrases gives"),
+    ChatReason.CHAT_RATE_LIMITED: Guidance(
+        "RESOURCE_EXHAUSTED", "the player sent as many messages as the window allows (5 in "
+        "10 s by default)", "wait for the RetryInfo delay before sending again"),
+    ChatReason.CANNOT_MUTE_SELF: Guidance(
+        "INVALID_ARGUMENT", "a player muting themselves", "offer mute on other players only"),
+    ChatReason.CHAT_UNAVAILABLE: Guidance(
+        "UNAVAILABLE", "where the table's talk is kept (NATS) did not answer just now",
+        "retry after the RetryInfo delay"),
+    # ---- services.chat.reasons.ReportReason ----
+    ReportReason.NOT_IN_GAME: Guidance(
+        "FAILED_PRECONDITION", "the caller, or the player reported, did not sit in the match "
+        "(`ErrorInfo.metadata[\"field\"]` says which)",
+        "offer reports on the match's players only"),
+    ReportReason.CANNOT_REPORT_SELF: Guidance(
+        "INVALID_ARGUMENT", "a player reporting themselves", "offer reports on others only"),
+    ReportReason.REPORT_NOT_FOUND: Guidance(
+        "NOT_FOUND", "no kept report has that id (it may have expired)",
+        "reload the queue (ListReports)"),
     # ---- services.accounts.oidc.OidcReason ----
     OidcReason.ID_TOKEN_INVALID: Guidance(
         "UNAUTHENTICATED", "not a well-formed ID token with a good signature",
@@ -345,6 +387,8 @@ SOURCES: tuple[Source, ...] = (
            False),
     Source("Moderation: `services/accounts/reasons.py` `ModerationReason`", ModerationReason,
            False),
+    Source("Table talk: `services/chat/reasons.py` `ChatReason`", ChatReason, False),
+    Source("Reports: `services/chat/reasons.py` `ReportReason`", ReportReason, False),
 )
 
 

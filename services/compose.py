@@ -68,6 +68,7 @@ from services.platform.token_keys import OPERATOR, TokenKeys, load_token_keys
 # is started): a bot replica does not load the lobby's, the stats' or the game service's
 # code, nor their stores' tables.
 if TYPE_CHECKING:
+    from dast.v1 import lobby_pb2
     from services.accounts.moderation_store import ModerationStore
     from services.accounts.service import AccountsService
     from services.accounts.store import AccountsStore
@@ -75,6 +76,11 @@ if TYPE_CHECKING:
     from services.bot.service import BotService
     from services.bot.stack import BotWorkers
     from services.bot.timers import TurnTimers
+    from services.chat.app import TableTalk
+    from services.chat.rules import TalkRules
+    from services.chat.store import ChatStore
+    from services.chat.tables import TableFacts
+    from services.chat.talk_log import TalkLog
     from services.lobby.app import Lobby
     from services.lobby.changes import Tables
     from services.lobby.store import LobbyStore
@@ -84,7 +90,8 @@ if TYPE_CHECKING:
     from services.tournament.store import TournamentStore
 
 KNOWN_SERVICES: Final = ("game", "lobby", "bot", "tournament", "stats", "accounts")
-"""What ``--services`` may name ("all" = every one)."""
+"""What ``--services`` may name ("all" = every one); table talk and reports run with the
+lobby."""
 GIL_SWITCH_SECONDS: Final = 0.0005
 GC_YOUNG_THRESHOLD: Final = 10_000
 
@@ -130,10 +137,40 @@ class StackOptions:
     """Open tournaments one player may host at once (``DAST_TOURNAMENT_OPEN_PER_PLAYER``)."""
     access_token_minutes: int = 15
     """Lifetime of the accounts service's access tokens (``DAST_ACCESS_TOKEN_MINUTES``)."""
+    access_token_seconds: int = 0
+    """When not 0, their lifetime in seconds instead (``DAST_ACCESS_TOKEN_SECONDS``)."""
     refresh_token_days: int = 30
     """Lifetime of the accounts service's refresh tokens (``DAST_REFRESH_TOKEN_DAYS``)."""
     oidc_providers: str = ""
     """The identity providers whose ID tokens sign players in (``DAST_OIDC_PROVIDERS``)."""
+    chat_max_chars: int = 200
+    """Longest message of table talk (``DAST_CHAT_MAX_CHARS``)."""
+    chat_messages_per_window: int = 5
+    """Messages a player may send in a window (``DAST_CHAT_MESSAGES_PER_WINDOW``)..."""
+    chat_window_ms: int = 10_000
+    """...of this many milliseconds (``DAST_CHAT_WINDOW_SECONDS``)."""
+    chat_retention_days: float = 7.0
+    """How long table talk is kept (``DAST_CHAT_RETENTION_DAYS``)."""
+    report_retention_days: float = 90.0
+    """How long players' reports are kept (``DAST_REPORT_RETENTION_DAYS``)."""
+    guest_idle_days: float = 10.0
+    """Idle time after which a guest is erased (``DAST_GUEST_IDLE_DAYS``)."""
+    lobby_device_sign_in: bool = False
+    """Whether the lobby's ``SignInGuest`` signs a device in by its id alone
+    (``DAST_LOBBY_DEVICE_SIGN_IN``; off: it refuses, ``device_sign_in_retired``)."""
+
+    def talk_rules(self) -> TalkRules:
+        """The limits of table talk."""
+        from services.chat.rules import TalkRules
+
+        return TalkRules(self.chat_max_chars, self.chat_messages_per_window,
+                         self.chat_window_ms, self.chat_retention_days)
+
+    @property
+    def revocation_minutes(self) -> int:
+        """How long a revoked session is remembered: the access tokens' lifetime, in whole
+        minutes rounded up."""
+        return -(-(self.access_token_seconds or self.access_token_minutes * 60) // 60)
 
 
 def parse_services(text: str) -> list[str]:
@@ -210,6 +247,12 @@ class Composition:
     moderation_store: ModerationStore | None = None
     """Its moderation tables (bans, the operators' action log)."""
     accounts: AccountsService | None = field(init=False, default=None)
+    chat_store: ChatStore | None = None
+    """Table talk's tables (reports, mutes), when this process runs the lobby."""
+    talk: TalkLog | None = None
+    """Where the tables' talk is kept (:func:`services.chat.talk_log.open_talk_log`); None:
+    in memory, on :attr:`clock`."""
+    table_talk: TableTalk | None = field(init=False, default=None)
     reporter: PresenceReporter | None = field(init=False, default=None)
     takeovers: Takeovers | None = field(init=False, default=None)
     lobby: Lobby | None = field(init=False, default=None)
@@ -255,9 +298,10 @@ class Composition:
             self.lobby = mount_lobby_service(
                 server, self.lobby_store, signer=self.tokens.signer("lobby"),
                 token_ttl_seconds=self.options.token_ttl_seconds, table_writer=self.tables,
-                clock=self.clock,
+                clock=self.clock, device_sign_in=self.options.lobby_device_sign_in,
             )
             mounted.append(str(LOBBY_SERVICE_NAME))
+            mounted.extend(self._mount_table_talk(server, self.lobby_store))
         if self.tournament_store is not None:
             from services.tournament.app import TournamentApp
             from services.tournament.policy import CreationPolicy, Creators
@@ -285,12 +329,32 @@ class Composition:
                 server, self.accounts_store, signer=self.tokens.signer("accounts"),
                 ring=self.tokens.ring, clock=self.clock,
                 policy=TokenPolicy(self.options.access_token_minutes,
-                                   self.options.refresh_token_days),
+                                   self.options.refresh_token_days,
+                                   access_seconds=self.options.access_token_seconds),
                 oidc_providers=self.options.oidc_providers, revocations=self.revocations,
                 moderation_store=self.moderation_store, bans=self.bans,
+                guest_idle_days=self.options.guest_idle_days,
             )
             mounted.extend(str(name) for name in ACCOUNTS_SERVICE_NAMES)
         return mounted
+
+    def _mount_table_talk(self, server: grpc.aio.Server, lobby_store: LobbyStore
+                          ) -> list[str]:
+        """Table talk and reports beside the lobby, over its tables."""
+        from services.chat.app import SERVICE_NAMES as TALK_SERVICE_NAMES
+        from services.chat.app import mount_table_talk
+        from services.chat.store import ChatStore
+        from services.chat.talk_log import open_talk_log
+
+        rules = self.options.talk_rules()
+        if self.talk is None:
+            self.talk = open_talk_log(None, stream="", subject_prefix="",
+                                      retention_days=rules.retention_days, clock=self.clock)
+        self.table_talk = mount_table_talk(
+            server, LobbyDirectory(lobby_store), self.chat_store or ChatStore.open(None),
+            self.talk, rules=rules, report_retention_days=self.options.report_retention_days,
+            clock=self.clock)
+        return [str(name) for name in TALK_SERVICE_NAMES]
 
     async def start(self, game_target: str) -> None:
         """Run the background work, calling the game service at ``game_target``."""
@@ -304,9 +368,16 @@ class Composition:
             self.bans.listen(self.tournament.on_ban)
         if self.stats is not None:
             self.bans.listen(self.stats.on_ban)
+        if self.table_talk is not None:
+            self.bans.listen(self.table_talk.on_ban)
         await self.bans.start()
         if self.accounts is not None and self.accounts.moderation is not None:
             self._spawn(self.accounts.moderation.run())
+        if self.accounts is not None and self.accounts.retention is not None:
+            self._spawn(self.accounts.retention.run())
+        if self.table_talk is not None:
+            await self.table_talk.talk.start()
+            self._spawn(self.table_talk.run())
         presence_on = self.options.presence and (
             self.reporter is not None or ("bot" in self.names and self.options.bots)
             or self.tournament is not None)
@@ -370,6 +441,38 @@ class Composition:
         await self.bans.close()
         if self.lobby is not None:
             await self.feed.close()
+        if self.table_talk is not None:
+            await self.table_talk.talk.close()
+
+
+class LobbyDirectory:
+    """Table talk's :class:`~services.chat.tables.TableDirectory` over the lobby's store of
+    this process (the lobby owns the tables; the chat package cannot import it)."""
+
+    def __init__(self, store: LobbyStore) -> None:
+        self.store = store
+
+    async def table(self, table_id: str) -> TableFacts | None:
+        """See :meth:`~services.chat.tables.TableDirectory.table`."""
+        return await asyncio.to_thread(self._facts, self.store.get, table_id)
+
+    async def table_of_game(self, game_id: str) -> TableFacts | None:
+        """See :meth:`~services.chat.tables.TableDirectory.table_of_game`."""
+        return await asyncio.to_thread(self._facts, self.store.by_game, game_id)
+
+    async def match(self, game_id: str) -> TableFacts | None:
+        """See :meth:`~services.chat.tables.TableDirectory.match`."""
+        return await asyncio.to_thread(self._facts, self.store.match_table, game_id)
+
+    @staticmethod
+    def _facts(find: Callable[[str], lobby_pb2.Table], key: str) -> TableFacts | None:
+        from services.chat.tables import TableFacts
+        from services.lobby.store import TableNotFound
+
+        try:
+            return TableFacts.of(find(key))
+        except TableNotFound:
+            return None
 
 
 @dataclass
@@ -396,6 +499,8 @@ async def running_stack(
     and of presence)."""
     from services.accounts.moderation_store import ModerationStore
     from services.accounts.store import AccountsStore
+    from services.chat.store import ChatStore
+    from services.chat.talk_log import open_talk_log
     from services.lobby.store import LobbyStore
     from services.stats.store import StatsStore
     from services.tournament.store import TournamentStore
@@ -404,6 +509,7 @@ async def running_stack(
     accounts_store = await asyncio.to_thread(AccountsStore.open, store_url)
     moderation_store = await asyncio.to_thread(ModerationStore.open, store_url)
     lobby_store = await asyncio.to_thread(LobbyStore.open, store_url)
+    chat_store = await asyncio.to_thread(ChatStore.open, store_url)
     tournament_store = await asyncio.to_thread(TournamentStore.open, store_url)
     stats_store = await asyncio.to_thread(StatsStore.open, store_url)
     names = NatsNames(deployment)
@@ -413,7 +519,7 @@ async def running_stack(
     relay_task = asyncio.create_task(relay.run())
     options = options or StackOptions()
     revocations = open_revocations(nats_url, bucket=names.revoked_bucket,
-                                   access_minutes=options.access_token_minutes, clock=clock)
+                                   access_minutes=options.revocation_minutes, clock=clock)
     bans = open_bans(nats_url, bucket=names.banned_bucket, clock=clock)
     stack = Composition(list(KNOWN_SERVICES), tokens, bus, store, lobby_store, relay.notify,
                         options, metrics=metrics, clock=clock, revocations=revocations,
@@ -423,7 +529,11 @@ async def running_stack(
                         tournament_store=tournament_store,
                         tournament_bus=_tournaments_bus_of(nats_url, names),
                         stats_store=stats_store, accounts_store=accounts_store,
-                        moderation_store=moderation_store)
+                        moderation_store=moderation_store, chat_store=chat_store,
+                        talk=open_talk_log(nats_url, stream=names.chat_stream,
+                                           subject_prefix=names.chat_prefix,
+                                           retention_days=options.chat_retention_days,
+                                           clock=clock))
     server = make_server(tokens.ring, limits=limits, revocations=revocations, bans=bans)
     await add_health_and_reflection(server, stack.mount(server))
     port = bind(server, listen)
@@ -444,6 +554,7 @@ async def running_stack(
         await asyncio.to_thread(stats_store.close)
         await asyncio.to_thread(accounts_store.close)
         await asyncio.to_thread(moderation_store.close)
+        await asyncio.to_thread(chat_store.close)
         await asyncio.to_thread(store.close)
 
 
@@ -493,6 +604,16 @@ def banner(settings: Settings, names: list[str], port: int,
     return "\n".join(lines)
 
 
+def _talk_log(settings: Settings, clock: Clock) -> TalkLog:
+    """The deployment's chat stream (memory in the embedded mode)."""
+    from services.chat.talk_log import open_talk_log
+
+    names = settings.nats_names()
+    return open_talk_log(settings.nats_url, stream=names.chat_stream,
+                         subject_prefix=names.chat_prefix,
+                         retention_days=settings.chat_retention_days, clock=clock)
+
+
 def _check_game_target(settings: Settings, names: list[str]) -> None:
     if "game" not in names and ({"lobby", "bot", "tournament"} & set(names)) and (
             not settings.game_target):
@@ -531,11 +652,14 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     store_url = settings.store_url()
     store = await asyncio.to_thread(open_store, store_url) if "game" in names else None
     lobby_store = tournament_store = stats_store = accounts_store = moderation_store = None
+    chat_store = None
     tournament_bus: Bus = InProcessBus()
     if "lobby" in names:
+        from services.chat.store import ChatStore
         from services.lobby.store import LobbyStore
 
         lobby_store = await asyncio.to_thread(LobbyStore.open, store_url)
+        chat_store = await asyncio.to_thread(ChatStore.open, store_url)
     if "tournament" in names:
         from services.tournament.app import tournaments_bus
         from services.tournament.store import TournamentStore
@@ -574,17 +698,28 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     # One clock for every service and the presence board, so that reporters, the board and
     # the takeovers agree on how old a report is.
     clock: Clock = wall_clock_ms
+    options = StackOptions(
+        token_ttl_seconds=settings.token_ttl_seconds,
+        grace_ms=int(settings.presence_grace_seconds * 1000),
+        presence_heartbeat_ms=int(settings.presence_heartbeat_seconds * 1000),
+        access_token_minutes=settings.access_token_minutes,
+        access_token_seconds=settings.access_token_seconds,
+        lobby_device_sign_in=settings.lobby_device_sign_in,
+        refresh_token_days=settings.refresh_token_days,
+        tournament_creators=settings.tournament_creators,
+        tournament_open_per_player=settings.tournament_open_per_player,
+        oidc_providers=settings.oidc_providers,
+        chat_max_chars=settings.chat_max_chars,
+        chat_messages_per_window=settings.chat_messages_per_window,
+        chat_window_ms=int(settings.chat_window_seconds * 1000),
+        chat_retention_days=settings.chat_retention_days,
+        report_retention_days=settings.report_retention_days,
+        guest_idle_days=settings.guest_idle_days,
+    )
     composition = Composition(
         names, tokens, bus, store, lobby_store,
         relay.notify if relay is not None else (lambda: None),
-        StackOptions(token_ttl_seconds=settings.token_ttl_seconds,
-                     grace_ms=int(settings.presence_grace_seconds * 1000),
-                     presence_heartbeat_ms=int(settings.presence_heartbeat_seconds * 1000),
-                     access_token_minutes=settings.access_token_minutes,
-                     refresh_token_days=settings.refresh_token_days,
-                     tournament_creators=settings.tournament_creators,
-                     tournament_open_per_player=settings.tournament_open_per_player,
-                     oidc_providers=settings.oidc_providers),
+        options,
         signer=signer, clock=clock,
         board=open_presence_board(settings.nats_url, bucket=nats_names.presence_bucket,
                                   clock=clock),
@@ -592,9 +727,10 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
                              subject_prefix=nats_names.tables_prefix),
         tournament_store=tournament_store, tournament_bus=tournament_bus,
         stats_store=stats_store, accounts_store=accounts_store,
-        moderation_store=moderation_store,
+        moderation_store=moderation_store, chat_store=chat_store,
+        talk=_talk_log(settings, clock) if lobby_store is not None else None,
         revocations=open_revocations(settings.nats_url, bucket=nats_names.revoked_bucket,
-                                     access_minutes=settings.access_token_minutes, clock=clock),
+                                     access_minutes=options.revocation_minutes, clock=clock),
         bans=open_bans(settings.nats_url, bucket=nats_names.banned_bucket, clock=clock),
     )
     server = make_server(tokens.ring, max_message_bytes=settings.max_message_bytes,
@@ -637,6 +773,8 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
             await asyncio.to_thread(accounts_store.close)
         if moderation_store is not None:
             await asyncio.to_thread(moderation_store.close)
+        if chat_store is not None:
+            await asyncio.to_thread(chat_store.close)
         if store is not None:
             await asyncio.to_thread(store.close)
 

@@ -4,12 +4,14 @@ Run it against a server (``make run`` prints the address)::
 
     .venv/bin/python docs/examples/play_hokm.py 127.0.0.1:50051
 
-It signs in as a guest, opens a four-player table, starts it (bots take the other three
-seats), subscribes to the match and plays a legal move from its view whenever its seat is to
-act, until the stream ends with the match's final event. Half-way through it drops the
-stream and reconnects with ``after_seq``, as an app does after losing the network. Every
-event's hash is kept as a receipt (``dast verify --receipts``), and the offset between the
-server's clock and this machine's is estimated from the replies' timing.
+It signs in as a guest of the accounts service (a new device id each run, so no device
+secret to keep: an app stores the one the first sign-in returns), opens a four-player table,
+starts it (bots take the other three seats), subscribes to the match and plays a legal move
+from its view whenever its seat is to act, until the stream ends with the match's final
+event. Half-way through it drops the stream and reconnects with ``after_seq``, as an app
+does after losing the network. Every event's hash is kept as a receipt (``dast verify
+--receipts``), and the offset between the server's clock and this machine's is estimated
+from the replies' timing.
 
 tests/e2e/test_client_example.py runs this file against an embedded server.
 """
@@ -29,7 +31,16 @@ import grpc
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2, lobby_pb2, lobby_pb2_grpc
+from dast.v1 import (
+    accounts_pb2,
+    accounts_pb2_grpc,
+    common_pb2,
+    game_pb2,
+    game_pb2_grpc,
+    hokm_pb2,
+    lobby_pb2,
+    lobby_pb2_grpc,
+)
 
 SET_ASIDE_COUNT = 4
 """Three-player Hokm: the hakem lays exactly 4 of the listed cards aside."""
@@ -68,6 +79,7 @@ class MatchRecord:
     """What the client kept of a match: its receipts, and how the match went."""
 
     game_id: str = ""
+    player_id: str = ""
     seat: int = 0
     last_seq: int = 0
     receipts: list[tuple[int, bytes]] = field(default_factory=list)
@@ -114,13 +126,18 @@ class HokmClient:
     """One guest's lobby and game calls, each carrying its bearer token."""
 
     def __init__(self, channel: grpc.aio.Channel) -> None:
+        self.accounts = accounts_pb2_grpc.AccountsServiceStub(channel)
         self.lobby = lobby_pb2_grpc.LobbyServiceStub(channel)
         self.game = game_pb2_grpc.GameServiceStub(channel)
         self.metadata: tuple[tuple[str, str], ...] = ()
 
     async def sign_in(self, device_id: str) -> str:
-        reply = await self.lobby.SignInGuest(lobby_pb2.SignInGuestRequest(device_id=device_id))
-        self.metadata = (("authorization", f"Bearer {reply.token}"),)
+        """Sign the device in as a guest (its first sign-in: an app keeps the returned
+        ``device_secret`` and sends it with every later one; a match of a few minutes ends
+        long before the access token, so this example never calls Refresh)."""
+        reply = await self.accounts.SignInGuest(
+            accounts_pb2.AccountsServiceSignInGuestRequest(device_id=device_id))
+        self.metadata = (("authorization", f"Bearer {reply.tokens.access_token}"),)
         return str(reply.player_id)
 
     async def start_table_with_bots(self, target_score: int) -> lobby_pb2.Table:
@@ -236,7 +253,7 @@ async def play_hokm(address: str, *, device_id: str = "", target_score: int = 3,
     record = MatchRecord()
     async with grpc.aio.insecure_channel(address) as channel:
         client = HokmClient(channel)
-        await client.sign_in(device_id or f"example-{uuid.uuid4()}")
+        record.player_id = await client.sign_in(device_id or f"example-{uuid.uuid4()}")
         table = await client.start_table_with_bots(target_score)
         record.game_id = table.game_id
         # The host sits at seat 0; the view says so too (view.seat).

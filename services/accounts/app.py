@@ -18,6 +18,7 @@ from dast.v1 import accounts_pb2, accounts_pb2_grpc, moderation_pb2, moderation_
 from services.accounts.moderation import Moderation, ModerationService
 from services.accounts.moderation_store import ModerationStore
 from services.accounts.oidc_providers import parse_providers
+from services.accounts.retention import GuestRetention
 from services.accounts.service import AccountsService
 from services.accounts.sessions import Sessions, TokenPolicy
 from services.accounts.store import AccountsStore
@@ -37,7 +38,7 @@ def mount_accounts_service(server: grpc.aio.Server, store: AccountsStore, *,
                            policy: TokenPolicy | None = None, oidc_providers: str = "",
                            revocations: Revocations | None = None,
                            moderation_store: ModerationStore | None = None,
-                           bans: Bans | None = None,
+                           bans: Bans | None = None, guest_idle_days: float = 10.0,
                            clock: Clock = wall_clock_ms) -> AccountsService:
     """Add the accounts service over ``store`` to ``server``, its tokens signed by
     ``signer`` (the lobby's guest tokens it takes checked against ``ring``) and living as
@@ -45,7 +46,9 @@ def mount_accounts_service(server: grpc.aio.Server, store: AccountsStore, *,
     (``DAST_OIDC_PROVIDERS``), publishing the sessions it ends to ``revocations``; and the
     moderation service over ``moderation_store`` (a private in-memory one by default)
     publishing bans to ``bans``; return the accounts servicer (its :attr:`moderation` runs
-    the bans' republishing, :meth:`~services.accounts.moderation.Moderation.run`).
+    the bans' republishing, :meth:`~services.accounts.moderation.Moderation.run`, and its
+    :attr:`retention` erases guests idle ``guest_idle_days``,
+    :meth:`~services.accounts.retention.GuestRetention.run`).
 
     :raises services.platform.config.ConfigError: for an invalid ``oidc_providers``.
     """
@@ -56,6 +59,7 @@ def mount_accounts_service(server: grpc.aio.Server, store: AccountsStore, *,
     sessions.admit = moderation.admit
     service = AccountsService(sessions, parse_providers(oidc_providers))
     service.moderation = moderation
+    service.retention = GuestRetention(moderation, idle_days=guest_idle_days)
     accounts_pb2_grpc.add_AccountsServiceServicer_to_server(service, server)
     moderation_pb2_grpc.add_ModerationServiceServicer_to_server(
         ModerationService(moderation), server)

@@ -43,6 +43,7 @@ from services.accounts.oidc import IdTokenVerifier, VerifiedIdentity
 from services.accounts.oidc_providers import OidcProvider
 from services.accounts.profiles import canonical_locale, check_avatar_id
 from services.accounts.reasons import AccountsReason
+from services.accounts.retention import GuestRetention
 from services.accounts.sessions import Sessions, new_secret
 from services.accounts.store import (
     DEVICE_ID_CHARS,
@@ -211,6 +212,8 @@ class AccountsService(accounts_pb2_grpc.AccountsServiceServicer):
         self.verifier = IdTokenVerifier(providers)
         self.moderation: Moderation | None = None
         """The moderation service mounted beside it (its bans refuse sign-ins)."""
+        self.retention: GuestRetention | None = None
+        """What erases idle guests (run it: :meth:`GuestRetention.run`)."""
 
     async def SignInGuest(
         self, request: accounts_pb2.AccountsServiceSignInGuestRequest,

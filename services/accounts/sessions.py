@@ -3,7 +3,8 @@
 A sign-in opens a session; the session's tokens are a pair:
 
 - an access token: a bearer JWT naming the player and the session (``sid``), living
-  :attr:`TokenPolicy.access_minutes` (``DAST_ACCESS_TOKEN_MINUTES``). Every service checks
+  :attr:`TokenPolicy.access_ms` (``DAST_ACCESS_TOKEN_MINUTES``, or
+  ``DAST_ACCESS_TOKEN_SECONDS`` when set). Every service checks
   it with :mod:`services.platform.auth`; :meth:`Sessions.mint_access` is the only code of
   this service that makes one, so changing how access tokens are signed changes one place;
 - a refresh token: 32 random bytes in URL-safe base64, opaque to everyone, stored only as
@@ -43,11 +44,14 @@ class TokenPolicy:
 
     access_minutes: int = 15
     refresh_days: int = 30
+    access_seconds: int = 0
+    """When not 0, an access token's lifetime in seconds instead of ``access_minutes``
+    (tests that let a token expire mid-match)."""
 
     @property
     def access_ms(self) -> int:
         """An access token's lifetime in milliseconds."""
-        return self.access_minutes * 60_000
+        return (self.access_seconds or self.access_minutes * 60) * 1000
 
     @property
     def refresh_ms(self) -> int:
@@ -76,21 +80,22 @@ class Sessions:
         :meth:`~services.accounts.moderation.Moderation.admit`); None: everyone may."""
 
     def mint_access(self, player_id: str, session_id: str, now_ms: int, *,
-                    has_account: bool = False) -> str:
+                    has_account: bool = False, display_name: str = "") -> str:
         """The access token of ``player_id`` in ``session_id``, issued at ``now_ms``
-        (``has_account``: the player has an identity linked, a guest no more)."""
+        (``has_account``: the player has an identity linked, a guest no more;
+        ``display_name``: their name, which tables and tournaments show)."""
         return mint_token(self.signer, player_id, Role.PLAYER,
                           ttl_seconds=self.policy.access_ms // 1000,
                           session_id=session_id, issued_at=now_ms // 1000,
-                          has_account=has_account)
+                          has_account=has_account, display_name=display_name)
 
     async def _tokens(self, session: NewSession, refresh_token: str,
                       now_ms: int) -> accounts_pb2.SessionTokens:
         issued_s = now_ms // 1000
-        has_account = await asyncio.to_thread(self.store.has_identity, session.player_id)
+        has_account, name = await asyncio.to_thread(self.store.token_facts, session.player_id)
         return accounts_pb2.SessionTokens(
             access_token=self.mint_access(session.player_id, session.session_id, now_ms,
-                                          has_account=has_account),
+                                          has_account=has_account, display_name=name),
             access_expires_at_ms=(issued_s * 1000) + self.policy.access_ms,
             refresh_token=refresh_token, refresh_expires_at_ms=session.refresh_expires_ms,
             session_id=session.session_id, server_time_ms=now_ms,

@@ -3,7 +3,7 @@ sessions, refresh tokens, linked identities.
 
 SQLite is the embedded default and PostgreSQL the production store, at the same URL as the
 other services' tables (``Settings.store_url()``); every table's name starts with
-``accounts_``. On PostgreSQL the tables come from the Alembic revisions 0005 to 0007
+``accounts_``. On PostgreSQL the tables come from the Alembic revisions 0005 to 0009
 (``services/platform/migrations/versions``, run by :meth:`AccountsStore.open`); on SQLite
 from these models (``create_all``), a file of an older version gaining the columns added
 since (each has a server default, which its old rows take). Keep the two in step
@@ -103,6 +103,11 @@ class PlayerRow(AccountsModel, table=True):
     locale: str = Field(sa_column=Column(String(LOCALE_CHARS), nullable=False,
                                          server_default=""))
     """A BCP 47 tag ("" when none is chosen; revision 0007)."""
+    last_sign_in_ms: int = Field(sa_column=Column(BigInteger, nullable=False,
+                                                  server_default="0"))
+    """When the player last signed in or refreshed a session (revision 0009); 0 for a
+    player who has not since the column exists, whose idle time
+    :meth:`AccountsStore.idle_guests` counts from its first look."""
 
 
 class DeviceRow(AccountsModel, table=True):
@@ -373,6 +378,7 @@ class AccountsStore(SqlTables):
             connection.execute(insert(REFRESH_TOKENS).values(
                 token_digest=refresh_digest, session_id=session_id,
                 expires_ms=refresh_expires_ms, spent_ms=0))
+            _signed_in(connection, player_id, now_ms)
         return NewSession(session_id, player_id, refresh_digest, refresh_expires_ms)
 
     def rotate(self, spent_digest: bytes, next_digest: bytes, now_ms: int,
@@ -411,6 +417,7 @@ class AccountsStore(SqlTables):
                 connection.execute(insert(REFRESH_TOKENS).values(
                     token_digest=next_digest, session_id=session_id,
                     expires_ms=next_expires_ms, spent_ms=0))
+                _signed_in(connection, player_id, now_ms)
                 return NewSession(session_id, player_id, next_digest, next_expires_ms)
             connection.execute(
                 update(SESSIONS).where(SESSIONS.c.session_id == session_id)
@@ -616,12 +623,34 @@ class AccountsStore(SqlTables):
             return bool(connection.execute(
                 delete(PLAYERS).where(PLAYERS.c.player_id == player_id)).rowcount)
 
-    def has_identity(self, player_id: str) -> bool:
-        """Whether ``player_id`` has an identity provider's identity linked."""
+    def idle_guests(self, signed_in_before_ms: int, now_ms: int, limit: int) -> list[str]:
+        """Guests (players with no identity linked) whose last sign-in was before
+        ``signed_in_before_ms``, at most ``limit``, longest idle first.
+
+        A player with no sign-in time (stored before revision 0009) gets ``now_ms`` first:
+        their idle time starts when the deployment first looks, not at the epoch.
+        """
+        with self._transaction() as connection:
+            connection.execute(update(PLAYERS).where(PLAYERS.c.last_sign_in_ms == 0)
+                               .values(last_sign_in_ms=now_ms))
+            linked = select(IDENTITIES.c.player_id).where(
+                IDENTITIES.c.player_id == PLAYERS.c.player_id)
+            return list(connection.execute(
+                select(PLAYERS.c.player_id)
+                .where(PLAYERS.c.last_sign_in_ms < signed_in_before_ms, ~linked.exists())
+                .order_by(PLAYERS.c.last_sign_in_ms, PLAYERS.c.player_id).limit(limit)
+            ).scalars())
+
+    def token_facts(self, player_id: str) -> tuple[bool, str]:
+        """What ``player_id``'s access tokens say of them: whether they have an identity
+        provider's identity linked, and their display name ("" when not here)."""
         with self._reading() as connection:
-            return connection.execute(
+            linked = connection.execute(
                 select(IDENTITIES.c.provider).where(IDENTITIES.c.player_id == player_id)
                 .limit(1)).first() is not None
+            name = connection.execute(select(PLAYERS.c.display_name)
+                                      .where(PLAYERS.c.player_id == player_id)).scalar()
+        return linked, str(name or "")
 
     def has_player(self, player_id: str) -> bool:
         """Whether ``player_id`` is a player of this store."""
@@ -643,6 +672,11 @@ class AccountsStore(SqlTables):
         ``BEGIN IMMEDIATE`` holds the whole database already)."""
         connection.execute(select(PLAYERS.c.player_id)
                            .where(PLAYERS.c.player_id == player_id).with_for_update())
+
+
+def _signed_in(connection: Connection, player_id: str, now_ms: int) -> None:
+    connection.execute(update(PLAYERS).where(PLAYERS.c.player_id == player_id)
+                       .values(last_sign_in_ms=now_ms))
 
 
 def _account_not_found(player_id: str) -> AccountNotFound:

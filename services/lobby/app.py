@@ -203,13 +203,15 @@ def mount_lobby_service(
     server: grpc.aio.Server, store: LobbyStore, *, signer: TokenSigner,
     token_ttl_seconds: int = 24 * 3600, game_target: str | None = None,
     table_writer: Tables | None = None, clock: Clock = wall_clock_ms,
+    device_sign_in: bool = False,
 ) -> Lobby:
     """Add the lobby over ``store`` to ``server``, its tokens signed by ``signer``; return it
-    (run :meth:`Lobby.run`)."""
+    (run :meth:`Lobby.run`). ``device_sign_in`` keeps its retired ``SignInGuest``, where a
+    device id alone signs in (``DAST_LOBBY_DEVICE_SIGN_IN``)."""
     starter = _LateStarter(signer)
     writer = table_writer or Tables(store, clock=clock)
     service = LobbyService(writer, starter, signer, token_ttl_seconds=token_ttl_seconds,
-                           clock=clock)
+                           clock=clock, device_sign_in=device_sign_in)
     from dast.v1 import lobby_pb2_grpc
 
     lobby_pb2_grpc.add_LobbyServiceServicer_to_server(service, server)

@@ -33,3 +33,6 @@ class LobbyReason(StrEnum):
     UNKNOWN_GAME_TYPE = Reason.UNKNOWN_GAME_TYPE.value
     GAME_SERVICE_UNAVAILABLE = "game_service_unavailable"
     """The game service did not answer while the match was being created: retry."""
+    DEVICE_SIGN_IN_RETIRED = "device_sign_in_retired"
+    """The lobby's ``SignInGuest`` (the device id as the whole credential) is off on this
+    server: sign in through ``AccountsService``."""

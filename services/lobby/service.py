@@ -1,7 +1,8 @@
 """The gRPC ``dast.v1.LobbyService``: thin methods over :mod:`services.lobby.tables`.
 
 Every method: read the caller (the auth interceptor checked the token; ``SignInGuest`` is
-open), load → change → save through :class:`~services.lobby.changes.Tables`, reply with
+open, and refuses unless the operator kept the device sign-in: :data:`DEVICE_SIGN_IN_RETIRED`),
+load → change → save through :class:`~services.lobby.changes.Tables`, reply with
 the table as the caller may see it. Matches are created through the game service's gRPC API
 with the lobby's service token (:class:`GameStarter`).
 """
@@ -24,7 +25,7 @@ from services.lobby import tables
 from services.lobby.changes import Tables
 from services.lobby.reasons import LobbyReason
 from services.lobby.store import StaleTable, TableNotFound
-from services.platform.auth import Role, TokenSigner, current_identity, mint_token
+from services.platform.auth import Identity, Role, TokenSigner, current_identity, mint_token
 from services.platform.bus import raise_if_cancelling
 from services.platform.channels import service_channel
 from services.platform.clock import wall_clock_ms
@@ -35,6 +36,13 @@ from services.platform.validation import check_id, clean_display_name, quoted_in
 _log = structlog.get_logger(component="lobby")
 DEVICE_ID_CHARS: Final = (8, 128)
 """Length of a device id (lobby.proto): long enough that apps make them unguessable."""
+DEVICE_SIGN_IN_RETIRED: Final = (
+    "the lobby's SignInGuest is retired on this server (a device id alone is no credential): "
+    "sign in with AccountsService.SignInGuest (a device id and the device secret its first "
+    "sign-in returns) or AccountsService.SignInWithIdToken, then send that access token "
+    "(docs/accounts.md)"
+)
+"""What the lobby's ``SignInGuest`` answers where ``DAST_LOBBY_DEVICE_SIGN_IN`` is off."""
 _GAME_SERVICE_DOWN: Final = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 map_exception(TableNotFound, grpc.StatusCode.NOT_FOUND, LobbyReason.TABLE_NOT_FOUND)
@@ -163,16 +171,23 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
     def __init__(
         self, tables_: Tables, games: GameStarter, signer: TokenSigner, *,
         token_ttl_seconds: int = 24 * 3600, clock: Callable[[], int] = wall_clock_ms,
+        device_sign_in: bool = False,
     ) -> None:
         self.tables = tables_
         self.games = games
         self._signer = signer
         self._ttl = token_ttl_seconds
         self._clock = clock
+        self.device_sign_in = device_sign_in
+        """Whether ``SignInGuest`` signs a device in by its id alone
+        (``DAST_LOBBY_DEVICE_SIGN_IN``: tests and embedded tools only)."""
 
     async def SignInGuest(
         self, request: lobby_pb2.SignInGuestRequest, context: grpc.aio.ServicerContext
     ) -> lobby_pb2.SignInGuestResponse:
+        if not self.device_sign_in:
+            raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
+                               LobbyReason.DEVICE_SIGN_IN_RETIRED, DEVICE_SIGN_IN_RETIRED)
         low, high = DEVICE_ID_CHARS
         device_id = check_id(request.device_id, "device_id", min_chars=low, max_chars=high)
         display_name = clean_display_name(request.display_name)
@@ -190,7 +205,7 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
         self, request: lobby_pb2.CreateTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_pb2.CreateTableResponse:
         player = current_identity().player_id
-        name = await asyncio.to_thread(self.tables.store.name_of, player)
+        name = await self._name_of(current_identity())
         change = tables.new_table(
             uuid.uuid4().hex[:12], request.settings, player, name, secrets.token_hex(4)
         )
@@ -236,13 +251,20 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
                 raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, LobbyReason.INVITE_REQUIRED,
                                    f"table {quoted_input(table_id)} is private: join with its "
                                    "invite code")
-        name = await asyncio.to_thread(self.tables.store.name_of, player)
+        name = await self._name_of(current_identity())
         seat = request.seat if request.HasField("seat") else None
         joined = await self.tables.apply(
             table_id, lambda table: tables.join(table, player, name, seat)
         )
         await self._record_seat_control(joined, player, log_pb2.SEAT_CONTROL_REASON_REJOINED)
         return lobby_pb2.JoinTableResponse(table=joined)
+
+    async def _name_of(self, identity: Identity) -> str:
+        """What the table shows for the caller: the name their token carries (the accounts
+        service's), else the name of a guest of the lobby's own sign-in, else their id."""
+        if identity.display_name:
+            return identity.display_name
+        return await asyncio.to_thread(self.tables.store.name_of, identity.player_id)
 
     async def LeaveTable(
         self, request: lobby_pb2.LeaveTableRequest, context: grpc.aio.ServicerContext
@@ -299,6 +321,13 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
             lambda table: tables.add_bot(table, player, request.seat, request.level),
         ))
 
+    async def SetTableChat(
+        self, request: lobby_pb2.SetTableChatRequest, context: grpc.aio.ServicerContext
+    ) -> lobby_pb2.SetTableChatResponse:
+        player = current_identity().player_id
+        return lobby_pb2.SetTableChatResponse(table=await self.tables.apply(
+            request.table_id, lambda table: tables.set_chat(table, player, request.chat)))
+
     async def StartGame(
         self, request: lobby_pb2.StartGameRequest, context: grpc.aio.ServicerContext
     ) -> lobby_pb2.StartGameResponse:
@@ -347,7 +376,7 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
 
     async def _quick_match(self, request: lobby_pb2.QuickMatchRequest) -> lobby_pb2.Table:
         player = current_identity().player_id
-        name = await asyncio.to_thread(self.tables.store.name_of, player)
+        name = await self._name_of(current_identity())
         settings = tables.quick_match_settings(request.game_type, requested_players(request))
         wanted = tables.seat_count(settings)
         for table in await asyncio.to_thread(

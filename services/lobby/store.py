@@ -1,4 +1,5 @@
-"""The lobby's tables in SQL (SQLModel): guests, tables and each table's updates.
+"""The lobby's tables in SQL (SQLModel): guests, tables, each table's updates, and each
+match's table as it started.
 
 SQLite is the embedded default and PostgreSQL the production store, at the same URL as the
 event store (``Settings.store_url()``). The lobby's tables live in their own SQLModel
@@ -92,6 +93,18 @@ class UpdateRow(LobbyModel, table=True):
     at_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
 
 
+class MatchRow(LobbyModel, table=True):
+    """A match as its table stood when it started: who played it, at which table (what a
+    report about it checks, after a rematch has given the table another match)."""
+
+    __tablename__ = "lobby_matches"
+
+    game_id: str = Field(sa_column=Column(String(64), primary_key=True))
+    table_id: str = Field(sa_column=Column(String(64), nullable=False))
+    body: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    """The serialized ``dast.v1.Table`` as the match started (its seats are the match's)."""
+
+
 class FeedMarkRow(LobbyModel, table=True):
     """How far a table's updates reached the tables' feed (the feed's outbox watermark)."""
 
@@ -104,6 +117,7 @@ class FeedMarkRow(LobbyModel, table=True):
 GUESTS = GuestRow.__table__  # type: ignore[attr-defined]
 TABLES = TableRow.__table__  # type: ignore[attr-defined]
 UPDATES = UpdateRow.__table__  # type: ignore[attr-defined]
+MATCHES = MatchRow.__table__  # type: ignore[attr-defined]
 FEED_MARKS = FeedMarkRow.__table__  # type: ignore[attr-defined]
 
 
@@ -219,6 +233,10 @@ class LobbyStore(SqlTables):
              "kind": item.kind, "seat": item.seat, "player_id": item.player_id, "at_ms": at_ms}
             for index, item in enumerate(updates)
         ])
+        if any(item.kind == lobby_pb2.TABLE_UPDATE_KIND_GAME_STARTED for item in updates):
+            db.execute(insert(MATCHES).values(
+                game_id=table.game_id, table_id=table.table_id,
+                body=table.SerializeToString(deterministic=True)))
 
     def _one(self, *conditions: Any) -> lobby_pb2.Table:
         with self._lock, self._engine.connect() as db:
@@ -242,6 +260,18 @@ class LobbyStore(SqlTables):
         if not invite_code:
             raise TableNotFound("empty invite code")
         return self._one(TABLES.c.invite_code == invite_code)
+
+    def match_table(self, game_id: str) -> lobby_pb2.Table:
+        """The table of the match ``game_id`` as it stood when the match started (its seats
+        are the match's players), or, for a match started before the lobby kept them, the
+        table playing it now.
+
+        :raises TableNotFound: if no table played it.
+        """
+        with self._lock, self._engine.connect() as db:
+            body = db.execute(select(MATCHES.c.body).where(MATCHES.c.game_id == game_id)
+                              ).scalar_one_or_none()
+        return _table(body) if body is not None else self.by_game(game_id)
 
     def by_game(self, game_id: str) -> lobby_pb2.Table:
         """The table whose current match is ``game_id``.

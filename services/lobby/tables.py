@@ -269,6 +269,21 @@ def add_bot(table: lobby_pb2.Table, player_id: str, seat: int, level: int) -> Ch
     return Change(changed, [Update(Kind.TABLE_UPDATE_KIND_BOT_ADDED, target)])
 
 
+def set_chat(table: lobby_pb2.Table, player_id: str, chat: lobby_pb2.ChatMode.ValueType
+             ) -> Change:
+    """The host sets what the table's talk allows (at any time; the same mode again
+    changes nothing).
+
+    :raises LobbyError: not the host.
+    """
+    _require_host(table, player_id)
+    if table.settings.chat == chat:
+        return Change(table)
+    changed = _copy(table)
+    changed.settings.chat = chat
+    return Change(changed, [Update(Kind.TABLE_UPDATE_KIND_CHAT_CHANGED, 0, player_id)])
+
+
 def _seat_bot(seat: lobby_pb2.Seat, level: int) -> None:
     seat.player_id = bot_player_id(level, seat.seat)
     seat.display_name = f"Bot {seat.seat + 1} ({bot_level_name(level)})"

@@ -50,6 +50,8 @@ _OPEN_PREFIXES: Final = (
     "/dast.v1.AccountsService/SignInGuest", "/dast.v1.AccountsService/Refresh",
     "/dast.v1.AccountsService/SignInWithIdToken",
 )
+_NAME_CHARS: Final = 64
+"""The longest display name a token may carry (the accounts service's are at most 32)."""
 GUEST_ID_PREFIX: Final = "g-"
 """How every guest's player id starts (the lobby's and the accounts service's
 ``SignInGuest`` give out ``g-`` and 16 hex digits); an account's id, from the studio's
@@ -77,6 +79,9 @@ class Identity:
     has_account: bool = False
     """The player has an identity provider's identity linked (the ``acct`` claim the accounts
     service sets): a guest who linked one is a guest no more, whatever its ``g-`` id."""
+    display_name: str = ""
+    """The player's display name when the token was issued (the ``name`` claim the accounts
+    service sets; "" without one): what tables and tournaments show for them."""
 
     @property
     def is_privileged(self) -> bool:
@@ -176,16 +181,18 @@ class TokenKeyRing:
 def mint_token(
     signer: TokenSigner, player_id: str, role: Role = Role.PLAYER, *,
     ttl_seconds: int = 24 * 3600, session_id: str | None = None, issued_at: int | None = None,
-    has_account: bool = False,
+    has_account: bool = False, display_name: str = "",
 ) -> str:
     """A signed bearer token for ``player_id`` acting as ``role`` (in the session
     ``session_id``, its ``sid`` claim, when given; ``has_account``: the ``acct`` claim, a
-    player with an identity linked), issued at ``issued_at`` (epoch seconds; None: now).
+    player with an identity linked; ``display_name``: the ``name`` claim), issued at
+    ``issued_at`` (epoch seconds; None: now).
 
     >>> signer = TokenSigner.generate("operator", "ops-1")
     >>> ring = TokenKeyRing.trusting({signer: [Role.PLAYER, Role.ADMIN]})
-    >>> verify_token(ring, mint_token(signer, "p1"))
-    Identity(player_id='p1', role=<Role.PLAYER: 'player'>, session_id=None, has_account=False)
+    >>> identity = verify_token(ring, mint_token(signer, "p1", display_name="Nima"))
+    >>> identity.player_id, identity.role, identity.session_id, identity.display_name
+    ('p1', <Role.PLAYER: 'player'>, None, 'Nima')
     """
     now = int(time.time()) if issued_at is None else issued_at
     claims: dict[str, object] = {"sub": player_id, "role": str(role), "iss": _ISSUER,
@@ -194,6 +201,8 @@ def mint_token(
         claims["sid"] = session_id
     if has_account:
         claims["acct"] = True
+    if display_name:
+        claims["name"] = display_name
     return jwt.encode(claims, signer.private_key, algorithm=_ALGORITHM,
                       headers={"kid": signer.kid})
 
@@ -248,7 +257,11 @@ def _verify(keys: TokenKeyRing, token: str) -> tuple[Identity, int]:
     session_id = claims.get("sid")
     if session_id is not None and (not isinstance(session_id, str) or not session_id):
         raise AuthError("the bearer token names no valid session")
-    return Identity(player_id, role, session_id, claims.get("acct") is True), int(claims["exp"])
+    name = claims.get("name", "")
+    if not isinstance(name, str) or len(name) > _NAME_CHARS:
+        raise AuthError("the bearer token names no valid display name")
+    return (Identity(player_id, role, session_id, claims.get("acct") is True, name),
+            int(claims["exp"]))
 
 
 class TokenCache:

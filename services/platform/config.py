@@ -126,6 +126,12 @@ class Settings(BaseSettings):
     log_level: str = "info"
     log_json: bool = True
     token_ttl_seconds: int = 24 * 3600
+    """Lifetime of the tokens of the lobby's device sign-in (``lobby_device_sign_in``)."""
+    lobby_device_sign_in: bool = False
+    """Whether the lobby's ``SignInGuest`` still signs a device in by its id alone (the
+    device id is then the whole credential). Off: it refuses every call
+    (``device_sign_in_retired``) and apps sign in through ``AccountsService``. Only tests
+    and tools embedding the backend for themselves turn it on."""
     oidc_providers: str = ""
     """The OpenID Connect providers whose ID tokens sign players in: a JSON list of objects
     (name, issuer, audiences, jwks_url or static_keys), read by
@@ -134,8 +140,25 @@ class Settings(BaseSettings):
     access_token_minutes: int = Field(default=15, ge=1, le=24 * 60)
     """Lifetime of the access tokens the accounts service issues (a session's refresh
     token renews them)."""
+    access_token_seconds: int = Field(default=0, ge=0, le=24 * 3600)
+    """When not 0, the access tokens' lifetime in seconds instead of
+    ``access_token_minutes`` (tests and demonstrations of a token expiring mid-match)."""
     refresh_token_days: int = Field(default=30, ge=1, le=365)
     """Lifetime of a refresh token: a session unused for longer ends."""
+    chat_retention_days: float = Field(default=7.0, gt=0, le=3650)
+    """How long the tables' talk is kept (the age of the deployment's chat stream in
+    JetStream; in memory in the embedded mode)."""
+    chat_max_chars: int = Field(default=200, ge=1, le=256)
+    """Longest message of free text, counted after cleaning."""
+    chat_messages_per_window: int = Field(default=5, ge=1)
+    """Messages one player may send to tables in one window..."""
+    chat_window_seconds: float = Field(default=10.0, gt=0)
+    """...of this many seconds."""
+    report_retention_days: float = Field(default=90.0, gt=0, le=3650)
+    """How long players' reports are kept for operators."""
+    guest_idle_days: float = Field(default=10.0, gt=0, le=3650)
+    """A guest (a player of the accounts service with no identity linked) who has not
+    signed in for this long is erased as a deleted account is."""
     presence_grace_seconds: float = 15.0
     """How long a player's game stream may be gone before a bot takes the seat (and how
     long a tournament player may take to open a stream on a new match: docs/tournaments.md

@@ -13,6 +13,8 @@ the lobby's table updates   ``D_TABLES``                   ``d.tables.<table_id>
 the tournaments' events     ``D_EVENTS_TOURNAMENTS``       ``d.events_tournaments.…``
 players' presence           key-value ``D_PRESENCE``       (``$KV.D_PRESENCE.<key>``)
 revoked sessions            key-value ``D_REVOKED``        (``$KV.D_REVOKED.<session>``)
+banned players              key-value ``D_BANNED``         (``$KV.D_BANNED.<player>``)
+the tables' talk            ``D_CHAT``                     ``d.chat.<table_id>.<sender>``
 ==========================  =============================  ===============================
 
 Durable consumers (``lobby``, ``stats``, ``bots``, ``timers``, ``tournaments``) live inside
@@ -127,8 +129,19 @@ class NatsNames:
         return f"{self._upper}_BANNED"
 
     @property
+    def chat_stream(self) -> str:
+        """The stream of the tables' talk (:mod:`services.chat.talk_log`), whose age is
+        the talk's retention."""
+        return f"{self._upper}_CHAT"
+
+    @property
+    def chat_prefix(self) -> str:
+        """Its subjects: ``<prefix>.<table_id>.<sender>`` (``p`` and the sender's id in hex)."""
+        return f"{self.deployment}.chat"
+
+    @property
     def streams(self) -> tuple[str, ...]:
         """Every stream of the deployment (a bucket's is ``KV_<bucket>``)."""
         return (self.events_stream, self.tables_stream, self.tournaments_stream,
-                f"KV_{self.presence_bucket}", f"KV_{self.revoked_bucket}",
+                self.chat_stream, f"KV_{self.presence_bucket}", f"KV_{self.revoked_bucket}",
                 f"KV_{self.banned_bucket}")

@@ -161,7 +161,7 @@ class TournamentService(tournament_pb2_grpc.TournamentServiceServicer):
             raise _denied("only services and admins give ratings")
         size = loaded.state.options.variant.side_size if (
             loaded.state.options.entry is engine.Entry.PAIRS) else 1
-        name = clean_display_name(request.display_name)
+        name = clean_display_name(request.display_name) or caller.display_name
         rating = request.rating or DEFAULT_RATING
         if request.bot_level:
             if not _is_host(loaded, caller):

@@ -1,4 +1,9 @@
-"""Test clients of the play stack: a signed-in guest using the lobby and game services."""
+"""Test clients of the play stack: a signed-in guest using the lobby and game services.
+
+:meth:`Guest.sign_in` signs in through the lobby's retired device sign-in, which the test
+stack (:func:`stack`) keeps on: the tests using it are about tables and matches, and the
+lobby shows its own guests' display names at the tables. :meth:`Guest.sign_in_with_accounts`
+signs in as apps do, through ``AccountsService``."""
 
 from __future__ import annotations
 
@@ -10,7 +15,15 @@ from typing import Any
 
 import grpc
 
-from dast.v1 import game_pb2, game_pb2_grpc, lobby_pb2, lobby_pb2_grpc, log_pb2
+from dast.v1 import (
+    accounts_pb2,
+    accounts_pb2_grpc,
+    game_pb2,
+    game_pb2_grpc,
+    lobby_pb2,
+    lobby_pb2_grpc,
+    log_pb2,
+)
 from services.bot.policies import SeatView, decide
 from services.compose import Running, StackOptions, running_stack
 from services.platform.limits import MACHINE_SPEED
@@ -23,6 +36,7 @@ async def stack(**options: Any) -> AsyncIterator[Running]:
     store_url = options.pop("store_url", None)
     limits = options.pop("limits", MACHINE_SPEED)  # the test clients play at machine speed
     options.setdefault("grace_ms", 300)
+    options.setdefault("lobby_device_sign_in", True)  # for Guest.sign_in
     async with running_stack(TEST_KEYS, store_url=store_url, options=StackOptions(**options),
                              limits=limits) as run:
         yield run
@@ -49,6 +63,16 @@ class Guest:
             lobby_pb2.SignInGuestRequest(device_id=device, display_name=name)
         )
         guest.player_id, guest.token = reply.player_id, reply.token
+        return guest
+
+    @classmethod
+    async def sign_in_with_accounts(cls, channel: grpc.aio.Channel, device: str,
+                                    name: str = "") -> Guest:
+        """A new guest of the accounts service (the device's first sign-in), as apps sign in."""
+        guest = cls(channel)
+        reply = await accounts_pb2_grpc.AccountsServiceStub(channel).SignInGuest(
+            accounts_pb2.AccountsServiceSignInGuestRequest(device_id=device, display_name=name))
+        guest.player_id, guest.token = reply.player_id, reply.tokens.access_token
         return guest
 
     @property

@@ -55,7 +55,7 @@ async def test_a_table_whose_match_ended_while_no_lobby_ran_ends_finished(
     tmp_path: Path,
 ) -> None:
     async with serving(tmp_path, "all") as channel:
-        guest = await Guest.sign_in(channel, "device-catch-up")
+        guest = await Guest.sign_in_with_accounts(channel, "device-catch-up")
         table = await guest.table_with_bots(lobby_pb2.TableSettings(
             game_type=common_pb2.GAME_TYPE_HOKM, target_score=3))
         assert table.status == lobby_pb2.TABLE_STATUS_PLAYING

@@ -81,7 +81,10 @@ async def multiprocess_stack(pg_url: str, nats_url: str, names: NatsNames, logs:
         "DAST_GAME_TARGET": game_target, "DAST_LOG_LEVEL": "warning",
     }
     stack = Stack(
-        ServiceProcess("lobby", "lobby", free_port(), {**env, **token_environment(["lobby"])},
+        # The client signs in with the lobby's retired device sign-in (no accounts process
+        # here: this test is about the game, bot and lobby processes dying).
+        ServiceProcess("lobby", "lobby", free_port(),
+                       {**env, **token_environment(["lobby"]), "DAST_LOBBY_DEVICE_SIGN_IN": "1"},
                        logs / "lobby.log"),
         [ServiceProcess(f"game-{i}", "game", port, {**env, **token_environment(["game"])},
                         logs / f"game-{i}.log")

@@ -28,7 +28,7 @@ async def test_a_hokm_match_with_bots_and_a_timeout_on_postgres_and_nats(
         TEST_KEYS, store_url=pg_url, nats_url=nats_url, options=options,
         deployment=nats_names.deployment,
     ) as run, grpc.aio.insecure_channel(run.address) as channel:
-        guest = await Guest.sign_in(channel, "device-pg-nats")
+        guest = await Guest.sign_in_with_accounts(channel, "device-pg-nats")
         table = await guest.table_with_bots(lobby_pb2.TableSettings(
             game_type=common_pb2.GAME_TYPE_HOKM, target_score=3, turn_seconds=15))
 

@@ -7,6 +7,7 @@ each client runs on a pty and the test answers its prompts the way a person woul
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import socket
@@ -80,10 +81,12 @@ def test_two_people_play_a_private_table_with_two_bots(
     try:
         host.expect(r"invite code (\w+)")
         code = host.match.group(1)
+        host_id = _signed_in_as("Host", host.before)
         host.expect("lobby> ")
         friend = _spawn(server_address, tmp_path / "friend", "--name", "Friend",
                         "--invite", code)
         friend.expect("Waiting for the host")
+        friend_id = _signed_in_as("Friend", friend.before)
         host.sendline("start")
         finished = {"host": False, "friend": False}
         outputs = {"host": "", "friend": ""}
@@ -105,9 +108,18 @@ def test_two_people_play_a_private_table_with_two_bots(
         if friend is not None:
             friend.close(force=True)
     assert host.exitstatus == 0 and friend is not None and friend.exitstatus == 0
-    # Both people sat at the table and saw the same match end.
+    # Both people sat at the table, under the names their tokens carry, and saw the same
+    # match end.
+    assert host_id != friend_id
     for text in outputs.values():
         assert "1 Friend" in text and "0 Host" in text and "Match over:" in text
+
+
+def _signed_in_as(name: str, text: object) -> str:
+    """The player id ``dast play`` says it signed in as."""
+    found = re.search(rf"Signed in as {name} \(([^)]+)\)", str(text))
+    assert found is not None, text
+    return found.group(1)
 
 
 def test_dast_play_plays_a_whole_hokm_match_in_a_terminal(
@@ -154,8 +166,12 @@ def test_dast_play_plays_a_whole_hokm_match_in_a_terminal(
     assert "Scores: team 0+2" in text and "Tricks: team 0+2" in text
     assert re.search(r"Match over: you (win|lose) · final team 0\+2", text)
     assert "Match over:" in text
-    # The home directory now holds the guest's device id (the same guest next time).
+    # The home directory now holds the guest's device id and, for this server, the device
+    # secret its first sign-in returned (the same guest next time), readable by its owner only.
     assert (tmp_path / ".dast" / "device-id").read_text().startswith("cli-")
+    secrets_file = tmp_path / ".dast" / "device-secrets.json"
+    assert len(json.loads(secrets_file.read_text())[server_address]) == 43
+    assert secrets_file.stat().st_mode & 0o777 == 0o600
 
     # The seat kept its receipts (docs/security.md): the server's export of the match
     # verifies against them, every one of them matching.

@@ -36,7 +36,7 @@ async def test_the_embedded_server_plays_a_match_with_bots(tmp_path: Path) -> No
     try:
         async with grpc.aio.insecure_channel(address) as channel:
             await asyncio.wait_for(channel.channel_ready(), 20)
-            guest = await Guest.sign_in(channel, "device-serve")
+            guest = await Guest.sign_in_with_accounts(channel, "device-serve")
             table = await guest.table_with_bots(lobby_pb2.TableSettings(
                 game_type=common_pb2.GAME_TYPE_HOKM, target_score=3))
             final = await guest.play_to_the_end(table.game_id)

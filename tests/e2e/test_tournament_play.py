@@ -44,7 +44,7 @@ async def test_a_person_enters_a_tournament_with_dast_play_and_plays_each_round(
                 client = Client(session, lambda prompt: "a", said.append)
                 with tournament_channel(run.address) as tournaments:
                     finished.append(play_tournament(
-                        tournaments, session.metadata, session.player_id, tournament_id,
+                        session.authorized(tournaments), session.player_id, tournament_id,
                         client, said.append, poll_seconds=0.1))
             except BaseException as error:  # reported by the test below
                 failures.append(error)
@@ -97,7 +97,7 @@ async def test_two_people_enter_as_a_registered_pair_with_partner_and_play_as_on
                 client = Client(session, lambda prompt: "a", lines.append)
                 with tournament_channel(run.address) as tournaments:
                     finished[session.player_id] = play_tournament(
-                        tournaments, session.metadata, session.player_id, tournament_id,
+                        session.authorized(tournaments), session.player_id, tournament_id,
                         client, lines.append, poll_seconds=0.1, partner_id=partner_id)
             except BaseException as error:  # reported by the test below
                 failures.append(error)

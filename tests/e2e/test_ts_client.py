@@ -1,18 +1,25 @@
 """The TypeScript client (clients/ts) under Node against a real ``dast serve``.
 
-The Node script ``clients/ts/e2e/play_match.ts`` signs in as a guest, creates a table,
-starts it with bots and plays the whole match with the first legal command whenever its
-seat is to act. It reaches the server through a TCP proxy of its own and cuts every
-connection mid-match, so its event stream must resume with ``after_seq``; it also loses the
-reply of one command, so that command must be resent with the same command id; and it
-provokes three refusals (no such table, a stale ``expected_seq``, sign-ins over the limit).
-It prints a JSON summary: its receipts, the calls it made per method, how often it
-connected, the refusals as its typed errors decoded them.
+The server's access tokens live :data:`ACCESS_TOKEN_SECONDS`, and it trusts an identity
+provider this test runs on 127.0.0.1 (:class:`~tests.support.idp.LocalIdp`: keys made here,
+its key set served over HTTP). The Node script ``clients/ts/e2e/play_match.ts`` signs in with
+an ID token of that provider, creates a table, starts it with bots and plays the whole match
+with the first legal command whenever its seat is to act, refreshing its access token by
+itself. It reaches the server through a TCP proxy of its own; mid-match its player thinks
+past the access token's expiry and then every connection is cut, so its event stream must
+resume with ``after_seq`` on a refreshed token; it also loses the reply of one command, so
+that command must be resent with the same command id. Afterwards it resumes its stored
+session on a clock an hour behind (the server refuses the expired token, the client
+refreshes and sends the call again), and provokes three refusals (no such table, a stale
+``expected_seq``, sign-ins over the limit). It prints a JSON summary: its receipts, the
+calls it made per method, how often it connected and refreshed, the refusals as its typed
+errors decoded them.
 
 This test checks the summary against the server's own sealed log: every event once, in
 order, with the hash the server chained (none lost, none repeated across the drop), the
-reconnection, the duplicate answer, no ``GetView`` except once per (re)connection, and the
-reasons and retry delay of the refusals.
+match spanning several access tokens, the reconnection on a refreshed token, the duplicate
+answer, no ``GetView`` except once per (re)connection, the refresh after the server's
+``token_expired``, and the reasons and retry delay of the refusals.
 ``make test`` installs the package (``npm ci``), generates its code and builds it first.
 """
 
@@ -34,9 +41,14 @@ from typing import Any
 import grpc
 import pytest
 
-from dast.v1 import game_pb2, game_pb2_grpc, lobby_pb2, lobby_pb2_grpc
+from dast.v1 import accounts_pb2, accounts_pb2_grpc, game_pb2, game_pb2_grpc
+from tests.support.idp import LocalIdp, ec_key
 
 pytestmark = pytest.mark.timeout(180)
+ACCESS_TOKEN_SECONDS = 2
+"""The server's access-token lifetime here (DAST_ACCESS_TOKEN_SECONDS): a match outlives
+several tokens."""
+PROVIDER = "e2e-idp"
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "clients" / "ts"
 SCRIPT = CLIENT / "dist" / "e2e" / "play_match.js"
@@ -66,18 +78,31 @@ def node() -> str:
 
 
 @pytest.fixture(scope="module")
-def server_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``dast serve`` with its embedded defaults on a free port, in a process of its own.
+def idp() -> Iterator[LocalIdp]:
+    """The identity provider whose ID tokens the client signs in with."""
+    with LocalIdp([ec_key("e2e-1")]) as provider:
+        yield provider
+
+
+@pytest.fixture(scope="module")
+def server_address(tmp_path_factory: pytest.TempPathFactory, idp: LocalIdp) -> Iterator[str]:
+    """``dast serve`` with its embedded defaults on a free port, in a process of its own,
+    trusting ``idp`` and issuing access tokens of :data:`ACCESS_TOKEN_SECONDS`.
 
     The client plays at machine speed, far above a person's call rate, so the per-player
-    limits are raised; everything else is as `make run` starts it."""
+    limits are raised, and the per-address limit of the open calls (its refreshes, every
+    second or so); everything else is as `make run` starts it."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     data_dir = tmp_path_factory.mktemp("ts-client-server")
+    providers = json.dumps([idp.provider(PROVIDER).model_dump(exclude_none=True)])
     env = {**os.environ, "DAST_LISTEN": f"127.0.0.1:{port}", "DAST_DATA_DIR": str(data_dir),
            "DAST_LOG_LEVEL": "warning", "DAST_LIMIT_CALLS_PER_SECOND": "100000",
-           "DAST_LIMIT_CALL_BURST": "100000"}
+           "DAST_LIMIT_CALL_BURST": "100000",
+           "DAST_LIMIT_SIGN_INS_PER_MINUTE_PER_ADDRESS": "100000",
+           "DAST_ACCESS_TOKEN_SECONDS": str(ACCESS_TOKEN_SECONDS),
+           "DAST_OIDC_PROVIDERS": providers}
     server = subprocess.Popen(SERVE, cwd=str(ROOT), env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     try:
@@ -98,9 +123,10 @@ def server_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             server.kill()
 
 
-def _play(node: str, address: str, game: str, device: str) -> dict[str, Any]:
+def _play(node: str, address: str, game: str, id_token: str, device: str) -> dict[str, Any]:
     result = subprocess.run(
-        [node, str(SCRIPT), "--address", address, "--game", game, "--device", device,
+        [node, str(SCRIPT), "--address", address, "--game", game, "--id-token", id_token,
+         "--provider", PROVIDER, "--device", device,
          "--cut-after-events", str(CUT_AFTER_EVENTS), "--lose-reply-of-command", "3"],
         cwd=str(CLIENT), capture_output=True, text=True, timeout=150, check=False,
     )
@@ -109,26 +135,30 @@ def _play(node: str, address: str, game: str, device: str) -> dict[str, Any]:
     return summary
 
 
-def _sealed_log(address: str, device: str, game_id: str) -> game_pb2.ExportLogResponse:
-    """The finished match's log as the server stored it, read by the same guest."""
+def _sealed_log(address: str, id_token: str, player_id: str,
+                game_id: str) -> game_pb2.ExportLogResponse:
+    """The finished match's log as the server stored it, read by the same player: the same
+    identity signing in again (a new session) reaches it."""
     with grpc.insecure_channel(address) as channel:
-        lobby = lobby_pb2_grpc.LobbyServiceStub(channel)
-        reply = lobby.SignInGuest(lobby_pb2.SignInGuestRequest(device_id=device), timeout=10)
+        accounts = accounts_pb2_grpc.AccountsServiceStub(channel)
+        reply = accounts.SignInWithIdToken(accounts_pb2.SignInWithIdTokenRequest(
+            provider=PROVIDER, id_token=id_token), timeout=10)
+        assert reply.player_id == player_id and not reply.created
         game = game_pb2_grpc.GameServiceStub(channel)
         exported: game_pb2.ExportLogResponse = game.ExportLog(
             game_pb2.ExportLogRequest(game_id=game_id),
-            metadata=(("authorization", f"Bearer {reply.token}"),), timeout=10)
+            metadata=(("authorization", f"Bearer {reply.tokens.access_token}"),), timeout=10)
         return exported
 
 
 @pytest.mark.parametrize("game", ["hokm", "hand"])
-def test_the_ts_client_plays_a_whole_match_across_a_dropped_stream(
-    node: str, server_address: str, game: str
+def test_the_ts_client_plays_a_whole_match_across_a_dropped_stream_and_token_expiries(
+    node: str, server_address: str, idp: LocalIdp, game: str
 ) -> None:
-    device = f"ts-client-e2e-{game}"
-    summary = _play(node, server_address, game, device)
+    id_token = idp.mint("e2e-1", sub=f"ts-client-e2e-{game}", name=f"TS {game}")
+    summary = _play(node, server_address, game, id_token, f"ts-client-e2e-{game}")
     print({key: value for key, value in summary.items() if key != "receipts"})  # on failure
-    exported = _sealed_log(server_address, device, summary["gameId"])
+    exported = _sealed_log(server_address, id_token, summary["playerId"], summary["gameId"])
 
     # The match ran to its end: the server sealed its log; the client saw the final event
     # and nobody left to act.
@@ -152,7 +182,25 @@ def test_the_ts_client_plays_a_whole_match_across_a_dropped_stream(
     # successful connections by a few; the events are hundreds.)
     assert calls["GetView"] == calls["Subscribe"] >= summary["connections"]
     assert calls["GetView"] <= summary["connections"] + 3
-    assert calls["SignInGuest"] == 1 and calls["CreateTable"] == 1 and calls["StartGame"] == 1
+    assert calls["SignInWithIdToken"] == 1 and "SignInGuest" not in calls
+    assert calls["CreateTable"] == 1 and calls["StartGame"] == 1
+    # The match outlived its first access token: the client refreshed by itself (each
+    # refresh's session handed to the app to store), and the stream cut after the token had
+    # expired opened again on a refreshed one.
+    lifetime_ms = ACCESS_TOKEN_SECONDS * 1000
+    assert 0 < summary["accessLifetimeMs"] <= lifetime_ms
+    assert summary["playedMs"] > lifetime_ms
+    # (a refresh sent as the connection went down fails, and is tried again: a call more)
+    assert calls["Refresh"] >= summary["refreshes"] >= 1
+    assert summary["sessionsStored"] == 1 + summary["refreshes"]
+    assert summary["refreshes"] > summary["refreshesAtCut"] >= 0
+    # A stored session resumed with an expired token (on a clock an hour behind): the
+    # server refused it as expired, the client refreshed once and sent the call again.
+    after_expiry = summary["afterExpiry"]
+    assert after_expiry["calls"] == {"GetTable": 1, "Refresh": 1}
+    assert after_expiry["refusedAsExpired"] == 1
+    assert after_expiry["tableGameId"] == summary["gameId"]
+    assert after_expiry["samePlayer"] and after_expiry["refreshed"]
     # One SubmitCommand per move, per resend, and the one stale probe below (a stale move
     # is one too).
     assert calls["SubmitCommand"] == (

@@ -162,17 +162,21 @@ async def _seat_a_person(cluster: Cluster, tally: CallTally, lobby_channel: grpc
 
 
 def _addresses(cluster: Cluster) -> dict[str, str]:
-    """Where each served service answers: the lobby and stats processes, else the game
-    replicas (the game process also serves replay and audit); a service the cluster does not
-    run (the tournaments, the accounts) has none."""
+    """Where each served service answers: the lobby and stats processes, the game replicas
+    for the game, replay and audit services; a service the cluster does not run (the
+    tournaments, the accounts and the moderation they serve, any other) has none."""
     addresses: dict[str, str] = {}
     for service in every_service():
         short = service.name.removesuffix("Service").lower()
         if short in cluster.services and short != "game":
             addresses[service.full_name] = f"127.0.0.1:{cluster.of(short)[0].port}"
-        elif short not in ("lobby", "stats", "tournament", "accounts"):
+        elif short in _ON_GAME_REPLICAS:
             addresses[service.full_name] = cluster.game_target
     return addresses
+
+
+_ON_GAME_REPLICAS = ("game", "replay", "audit")
+"""The services a game replica serves."""
 
 
 async def _wait_until_on_the_board(nats_url: str, person: Person,

@@ -42,6 +42,8 @@ import sqlalchemy.exc
 from dast.v1 import (
     accounts_pb2,
     accounts_pb2_grpc,
+    chat_pb2,
+    chat_pb2_grpc,
     common_pb2,
     errors_pb2,
     game_pb2,
@@ -53,6 +55,8 @@ from dast.v1 import (
     log_pb2,
     moderation_pb2,
     moderation_pb2_grpc,
+    reports_pb2,
+    reports_pb2_grpc,
     stats_pb2,
     stats_pb2_grpc,
     tournament_pb2,
@@ -70,6 +74,7 @@ from engine.hand.rules import resolve_rules
 from engine.hokm.sim import play_match
 from engine.tournament.decide import MAX_RATING
 from engine.tournament.model import MAX_ROUNDS
+from services.chat.talk_log import TalkUnavailable
 from services.game.repository import GameRepository
 from services.lobby.service import GrpcGameStarter
 from services.lobby.store import StaleTable
@@ -586,6 +591,16 @@ async def _invalid_settings(api: Api) -> object:
     return await api.table("host", target_score=4)
 
 
+@trigger("device_sign_in_retired")
+async def _device_sign_in_retired(api: Api) -> object:
+    # The test stack keeps the lobby's device sign-in on for its Guest helper; a server
+    # left on its defaults has it off.
+    assert api.run.stack.lobby is not None
+    api.monkeypatch.setattr(api.run.stack.lobby.service, "device_sign_in", False)
+    return await api.lobby.SignInGuest(lobby_pb2.SignInGuestRequest(
+        device_id="device-reasons-retired"))
+
+
 @trigger("game_service_unavailable")
 async def _game_service_unavailable(api: Api) -> object:
     table = await api.table("host")
@@ -597,6 +612,116 @@ async def _game_service_unavailable(api: Api) -> object:
                                          metadata=api.auth("host"))
     finally:
         await nowhere.close()
+
+
+# ---- table talk and reports ----
+
+def _chat(api: Api) -> chat_pb2_grpc.ChatServiceStub:
+    return chat_pb2_grpc.ChatServiceStub(api.channel)
+
+
+async def _say(api: Api, player: str, table_id: str, text: str = "", phrase: str = "") -> Any:
+    request = chat_pb2.SendChatRequest(table_id=table_id)
+    if phrase:
+        request.phrase_id = phrase
+    else:
+        request.text = text
+    return await _chat(api).SendChat(request, metadata=api.auth(player))
+
+
+@trigger("not_at_table")
+async def _not_at_table(api: Api) -> object:
+    table = await api.table("talk-host-1")
+    return await _say(api, "talk-stranger", table.table_id, "hello")
+
+
+async def _say_at_own_table(api: Api, host: str, text: str = "", phrase: str = "",
+                            **settings: Any) -> object:
+    """``host`` opens a table of ``settings`` and says ``text`` (or ``phrase``) there."""
+    table = await api.table(host, **settings)
+    return await _say(api, host, table.table_id, text, phrase)
+
+
+@trigger("chat_off")
+async def _chat_off(api: Api) -> object:
+    return await _say_at_own_table(api, "talk-host-2", phrase="hello",
+                                   chat=lobby_pb2.CHAT_MODE_OFF)
+
+
+@trigger("chat_phrases_only")
+async def _chat_phrases_only(api: Api) -> object:
+    return await _say_at_own_table(api, "talk-host-3", "free text",
+                                   chat=lobby_pb2.CHAT_MODE_PHRASES)
+
+
+@trigger("chat_too_long")
+async def _chat_too_long(api: Api) -> object:
+    return await _say_at_own_table(api, "talk-host-4", "x" * 201)
+
+
+@trigger("chat_text_invalid")
+async def _chat_text_invalid(api: Api) -> object:
+    return await _say_at_own_table(api, "talk-host-5", "\u202e\u200b\u2066")
+
+
+@trigger("unknown_phrase")
+async def _unknown_phrase(api: Api) -> object:
+    return await _say_at_own_table(api, "talk-host-6", phrase="no_such_phrase")
+
+
+@trigger("chat_rate_limited")
+async def _chat_rate_limited(api: Api) -> object:
+    table = await api.table("talk-host-7")
+    for count in range(6):  # five in ten seconds, then refused
+        reply = await _say(api, "talk-host-7", table.table_id, f"message {count}")
+    return reply
+
+
+@trigger("cannot_mute_self")
+async def _cannot_mute_self(api: Api) -> object:
+    return await _chat(api).MutePlayer(chat_pb2.MutePlayerRequest(
+        player_id="talk-host-8", muted=True), metadata=api.auth("talk-host-8"))
+
+
+@trigger("chat_unavailable")
+async def _chat_unavailable(api: Api) -> object:
+    table = await api.table("talk-host-9")
+
+    async def nats_down(message: chat_pb2.ChatMessage) -> chat_pb2.ChatMessage:
+        raise TalkUnavailable("NATS did not take the message")  # as NatsTalkLog raises
+
+    api.monkeypatch.setattr(api.run.stack.talk, "append", nats_down)
+    return await _say(api, "talk-host-9", table.table_id, "anyone there?")
+
+
+def _reports(api: Api) -> reports_pb2_grpc.ReportServiceStub:
+    return reports_pb2_grpc.ReportServiceStub(api.channel)
+
+
+async def _report_at(api: Api, reporter: str, reported: str) -> object:
+    """``reporter`` reports ``reported`` of a match at a table ``report-host`` hosts."""
+    table = await api.table("report-host")
+    started = await api.lobby.StartGame(lobby_pb2.StartGameRequest(table_id=table.table_id),
+                                        metadata=api.auth("report-host"))
+    return await _reports(api).ReportPlayer(reports_pb2.ReportPlayerRequest(
+        game_id=started.table.game_id, player_id=reported,
+        category=reports_pb2.REPORT_CATEGORY_CHEATING), metadata=api.auth(reporter))
+
+
+@trigger("not_in_game")
+async def _not_in_game(api: Api) -> object:
+    return await _report_at(api, "report-stranger", "report-host")
+
+
+@trigger("cannot_report_self")
+async def _cannot_report_self(api: Api) -> object:
+    return await _report_at(api, "report-host", "report-host")
+
+
+@trigger("report_not_found")
+async def _report_not_found(api: Api) -> object:
+    return await _reports(api).GetReport(reports_pb2.GetReportRequest(report_id=404),
+                                         metadata=_OPERATOR)
 
 
 # ---- statistics ----

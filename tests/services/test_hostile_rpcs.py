@@ -115,7 +115,9 @@ def world(pg_url: str) -> Iterator[World]:
     async def start() -> World:
         run = await stack.enter_async_context(running_stack(
             TEST_KEYS, store_url=pg_url, limits=MACHINE_SPEED,
-            options=StackOptions(bots=False, timers=False, presence=True),
+            # the lobby's retired device sign-in on, so that its validation is fuzzed too
+            options=StackOptions(bots=False, timers=False, presence=True,
+                                 lobby_device_sign_in=True),
         ))
         channel = await stack.enter_async_context(grpc.aio.insecure_channel(run.address))
         host = await _sign_in(channel, "device-hostile-host")

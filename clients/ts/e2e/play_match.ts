@@ -1,13 +1,18 @@
-// The end-to-end run of tests/e2e/test_ts_client.py: the worked example's playMatch()
-// through a proxy that cuts every connection mid-match, with the reply of one command lost
-// on the way, and three refusals provoked to check the typed errors. Prints one JSON line:
-// receipts, calls per method, connections, the refusals as decoded.
+// The end-to-end run of tests/e2e/test_ts_client.py: the worked example's playMatch(),
+// signed in with an identity provider's ID token, through a proxy that cuts every connection
+// mid-match once the access token has expired (the player thinks past its expiry), with the
+// reply of one command lost on the way; then a stored session resumed on a device whose
+// clock is an hour behind (its expired access token is refused, refreshed and the call sent
+// again), and three refusals provoked to check the typed errors. Prints one JSON line:
+// receipts, calls per method, connections, refreshes, the refusals as decoded.
 //
-//   node dist/e2e/play_match.js --address 127.0.0.1:50051 --game hokm|hand --device ID \
-//     [--cut-after-events 40] [--lose-reply-of-command 3]
+//   node dist/e2e/play_match.js --address 127.0.0.1:50051 --game hokm|hand \
+//     --id-token JWT --provider NAME --device ID [--cut-after-events 40] \
+//     [--lose-reply-of-command 3]
 import { parseArgs } from "node:util";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { DastClient, DastError, ErrorReason, type GameCommand } from "../src/index.js";
+import { DastClient, DastError, ErrorReason, type GameCommand, type StoredSession } from "../src/index.js";
+import { sleep } from "../src/retry.js";
 import { TABLES, playMatch, winnersOf } from "../examples/play_match.js";
 import { CuttableProxy } from "./cuttable_proxy.js";
 
@@ -34,11 +39,21 @@ async function refusalOf(call: () => Promise<unknown>): Promise<Refusal> {
   throw new Error("the call was expected to fail, and succeeded");
 }
 
-/** Signs in with one device until the server's per-device limit refuses (with RetryInfo). */
+/** Signs in with one guest device (and its secret) until the server's per-device limit
+ * refuses (with RetryInfo). */
 function signInPastTheLimit(address: string, deviceId: string): Promise<Refusal> {
   return refusalOf(async () => {
-    for (let attempt = 0; attempt < 1_000; attempt += 1) await DastClient.signInGuest({ address, deviceId });
+    const first = await DastClient.signInGuest({ address, deviceId });
+    const deviceSecret = first.newDeviceSecret;
+    for (let attempt = 0; attempt < 1_000; attempt += 1) {
+      await DastClient.signInGuest({ address, deviceId, deviceSecret });
+    }
   });
+}
+
+/** Waits until the session's access token has expired (on this machine's clock). */
+async function outlive(session: StoredSession): Promise<void> {
+  await sleep(Math.max(0, session.accessExpiresAtMs - Date.now()) + 250);
 }
 
 /** A well-formed command of the game; the stale probe is refused before the rules see it. */
@@ -53,13 +68,16 @@ async function main(): Promise<void> {
       address: { type: "string" },
       game: { type: "string", default: "hokm" },
       device: { type: "string" },
+      "id-token": { type: "string" },
+      provider: { type: "string", default: "" },
       "cut-after-events": { type: "string", default: "40" },
       "lose-reply-of-command": { type: "string", default: "3" },
     },
   });
   const game = values.game === "hokm" || values.game === "hand" ? values.game : undefined;
-  if (values.address === undefined || values.device === undefined || game === undefined) {
-    throw new Error("usage: play_match --address HOST:PORT --game hokm|hand --device ID");
+  const idToken = values["id-token"];
+  if (values.address === undefined || values.device === undefined || game === undefined || idToken === undefined) {
+    throw new Error("usage: play_match --address HOST:PORT --game hokm|hand --id-token JWT --device ID");
   }
   const cutAfterEvents = Number(values["cut-after-events"]);
   const loseReplyOfCommand = Number(values["lose-reply-of-command"]);
@@ -84,10 +102,26 @@ async function main(): Promise<void> {
   const proxy = await CuttableProxy.start(values.address);
   const refusals: Record<string, Refusal> = {};
   let eventsSeen = 0;
+  let sessionsStored = 0;
+  let refreshesAtCut = -1;
+  let accessLifetimeMs = 0;
+  let client: DastClient | undefined;
   try {
+    const startedAt = Date.now();
     const record = await playMatch({
       address: proxy.address,
-      deviceId: values.device,
+      signIn: async (connection) => {
+        client = await DastClient.signInWithIdToken({
+          ...connection,
+          idToken,
+          provider: values.provider,
+          onSession: () => {
+            sessionsStored += 1;
+          },
+        });
+        accessLifetimeMs = client.session.accessExpiresAtMs - Date.now();
+        return client;
+      },
       settings: TABLES[game],
       interceptors: [countCalls, loseOneReply],
       signal: AbortSignal.timeout(120_000),
@@ -97,12 +131,44 @@ async function main(): Promise<void> {
           const stateSeq = match.state?.seq ?? 1n;
           refusals.staleExpectedSeq = await refusalOf(() => match.submit(ANY_COMMAND[game], stateSeq - 1n));
         }
-        // The network goes away mid-match: the stream and every call in flight fail.
-        if (update.kind === "event" && ++eventsSeen === cutAfterEvents) proxy.cut();
+        if (update.kind === "event" && ++eventsSeen === cutAfterEvents && client !== undefined) {
+          // The player thinks past the access token's expiry, then the network goes away
+          // mid-match: the stream and every call in flight fail, and the stream opened again
+          // carries a refreshed token.
+          await outlive(client.session);
+          refreshesAtCut = client.refreshes;
+          proxy.cut();
+        }
       },
     });
-    const client = await DastClient.signInGuest({ address: values.address, deviceId: values.device });
-    refusals.noSuchTable = await refusalOf(() => client.getTable({ tableId: "no-such-table" }));
+    const playedMs = Date.now() - startedAt;
+    const player = record.client;
+    refusals.noSuchTable = await refusalOf(() => player.getTable({ tableId: "no-such-table" }));
+
+    // The app stops with its session stored; it starts again after the access token expired,
+    // on a device whose clock is an hour behind: it believes the token good, the server
+    // refuses it as expired, and the client refreshes and sends the call once more.
+    const stored = player.session;
+    await outlive(stored);
+    const resumedCalls: Record<string, number> = {};
+    const countResumed: Interceptor = (next) => (request) => {
+      resumedCalls[request.method.name] = (resumedCalls[request.method.name] ?? 0) + 1;
+      return next(request);
+    };
+    const resumed = DastClient.resume({
+      address: values.address,
+      session: stored,
+      now: () => Date.now() - 3_600_000,
+      interceptors: [countResumed],
+    });
+    const table = await resumed.getTable({ gameId: record.gameId });
+    const afterExpiry = {
+      calls: resumedCalls,
+      refusedAsExpired: resumed.refusedAsExpired,
+      tableGameId: table.gameId,
+      samePlayer: resumed.playerId === player.playerId,
+      refreshed: resumed.session.refreshToken !== stored.refreshToken,
+    };
     refusals.signInsOverTheLimit = await signInPastTheLimit(values.address, `${values.device}-limit`);
 
     const { match } = record;
@@ -121,6 +187,13 @@ async function main(): Promise<void> {
       nextToAct: match.state?.turn?.nextToAct ?? null,
       winners: winnersOf(record.lastEvent),
       clockOffsetMs: match.clockOffsetMs,
+      playerId: record.client.playerId,
+      refreshes: record.client.refreshes,
+      refreshesAtCut,
+      sessionsStored,
+      accessLifetimeMs,
+      playedMs,
+      afterExpiry,
     };
     process.stdout.write(`${JSON.stringify(summary)}\n`);
   } finally {

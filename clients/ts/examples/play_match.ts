@@ -3,7 +3,8 @@
 //
 //   cd clients/ts && npm run build && node dist/examples/play_match.js 127.0.0.1:50051 [hokm|hand]
 //
-// It signs in as a guest, opens a four-player table, starts it (bots take the other seats),
+// It signs in as a guest of the accounts service (a new device each run; an app keeps the
+// device id and the device secret the first sign-in returns), opens a four-player table, starts it (bots take the other seats),
 // follows the match's events (the stream resumes by itself after a network drop) and plays
 // the first legal command whenever its seat is to act, until the final event. It calls
 // GetView only when a stream opens: the events and the commands' replies say whose turn it
@@ -17,7 +18,13 @@ import { GameType } from "../src/gen/dast/v1/common_pb.js";
 import { HokmVariant } from "../src/gen/dast/v1/hokm_pb.js";
 import { BotLevel, type TableSettingsSchema } from "../src/gen/dast/v1/lobby_pb.js";
 import type { Event } from "../src/gen/dast/v1/log_pb.js";
-import { DastClient, firstLegalCommand, type Match, type MatchUpdate } from "../src/index.js";
+import {
+  DastClient,
+  firstLegalCommand,
+  type ConnectOptions,
+  type Match,
+  type MatchUpdate,
+} from "../src/index.js";
 
 /** The tables this example opens: four players, bots of the weakest level. */
 export const TABLES: Readonly<Record<"hokm" | "hand", MessageInitShape<typeof TableSettingsSchema>>> = {
@@ -39,8 +46,8 @@ export const TABLES: Readonly<Record<"hokm" | "hand", MessageInitShape<typeof Ta
 export interface PlayOptions {
   /** The server's host:port. */
   readonly address: string;
-  /** The device's id (kept on the device: the same id is the same player). */
-  readonly deviceId: string;
+  /** Signs the player in over these connection options (the test: with an ID token). */
+  readonly signIn: (connection: ConnectOptions) => Promise<DastClient>;
   readonly settings: MessageInitShape<typeof TableSettingsSchema>;
   /** Extra interceptors on every call (the test counts calls with one). */
   readonly interceptors?: readonly Interceptor[];
@@ -53,7 +60,7 @@ export interface PlayOptions {
 export interface MatchRecord {
   readonly gameId: string;
   readonly tableId: string;
-  readonly playerId: string;
+  readonly client: DastClient;
   /** `[seq, hash]` of every event, in order: what `dast verify --receipts` checks. */
   readonly receipts: [bigint, Uint8Array][];
   /** The seq after which the stream resumed after each drop. */
@@ -69,18 +76,14 @@ export interface MatchRecord {
 }
 
 export async function playMatch(options: PlayOptions): Promise<MatchRecord> {
-  const client = await DastClient.signInGuest({
-    address: options.address,
-    deviceId: options.deviceId,
-    interceptors: options.interceptors ?? [],
-  });
+  const client = await options.signIn({ address: options.address, interceptors: options.interceptors ?? [] });
   const table = await client.createTable(options.settings);
   const started = await client.startGame(table.tableId);
   const match = client.match(started.gameId, { signal: options.signal });
   const record: MatchRecord = {
     gameId: started.gameId,
     tableId: table.tableId,
-    playerId: client.playerId,
+    client,
     receipts: [],
     resumedAfter: [],
     moves: 0,
@@ -124,7 +127,9 @@ async function main(): Promise<void> {
   const game = process.argv[3] === "hand" ? "hand" : "hokm";
   const record = await playMatch({
     address,
-    deviceId: `example-${randomUUID()}`,
+    // A new device: its first sign-in creates a guest. An app keeps client.newDeviceSecret
+    // with the device id, and the session onSession hands it (its refresh token).
+    signIn: (connection) => DastClient.signInGuest({ ...connection, deviceId: `example-${randomUUID()}` }),
     settings: TABLES[game],
   });
   const offset = record.match.clockOffsetMs ?? 0;

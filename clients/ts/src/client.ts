@@ -1,8 +1,10 @@
-// A signed-in guest: the lobby and game clients over one gRPC (HTTP/2) transport, every
-// call carrying the guest's bearer token, and the lobby calls an app makes to reach a match.
+// A signed-in player: the accounts, lobby and game clients over one gRPC (HTTP/2) transport,
+// every call carrying the session's access token (renewed by itself: session.ts), and the
+// lobby calls an app makes to reach a match.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { AccountsService, type SessionTokens } from "./gen/dast/v1/accounts_pb.js";
 import { GameService } from "./gen/dast/v1/game_pb.js";
 import {
   LobbyService,
@@ -12,6 +14,7 @@ import {
 } from "./gen/dast/v1/lobby_pb.js";
 import { DastError } from "./errors.js";
 import { Match, type MatchOptions } from "./match.js";
+import { Credentials, storedSession, type SessionListener, type StoredSession } from "./session.js";
 
 export interface ConnectOptions {
   /** The server's `host:port` (plain HTTP/2, as `dast serve` listens). */
@@ -22,14 +25,39 @@ export interface ConnectOptions {
   readonly callTimeoutMs?: number;
 }
 
-export interface GuestOptions extends ConnectOptions {
-  /** 8 to 128 characters the app chose once and keeps: the same device is the same player. */
+export interface SignInOptions extends ConnectOptions {
+  /** Called with the session after the sign-in and after every refresh: store it there. */
+  readonly onSession?: SessionListener;
+  /** This device's clock (tests pass a wrong one); the session's expiries are read on it. */
+  readonly now?: () => number;
+}
+
+export interface GuestOptions extends SignInOptions {
+  /** 8 to 128 characters the app chose once and keeps with the device secret. */
   readonly deviceId: string;
+  /**
+   * The secret the device's first sign-in returned (`client.newDeviceSecret`); empty or
+   * absent for that first sign-in. Without it a known device is refused
+   * (ERROR_REASON_DEVICE_SECRET_INVALID).
+   */
+  readonly deviceSecret?: string;
+  /** A new player's name (a known device keeps its player's). */
   readonly displayName?: string;
 }
 
-/** Sign in again this long before the token expires, so that no call goes out with a dead one. */
-const TOKEN_REFRESH_MARGIN_MS = 60_000;
+export interface IdTokenOptions extends SignInOptions {
+  /** The ID token the identity provider's SDK gave the app. */
+  readonly idToken: string;
+  /** The provider's name as the server configures it; empty: the one the token's issuer names. */
+  readonly provider?: string;
+  /** A new player's name; without it the token's name, else "Player-xxxx". */
+  readonly displayName?: string;
+}
+
+export interface ResumeOptions extends SignInOptions {
+  /** The session the app stored (`onSession`): its refresh token at least. */
+  readonly session: StoredSession;
+}
 
 /**
  * The HTTP/2 transport to a dast server. The keepalive pings find a dead connection (a phone
@@ -50,57 +78,143 @@ export function createDastTransport(
   });
 }
 
+/** The clients of one connection, and where the bearer token is put on their calls. */
+interface Connection {
+  readonly transport: Transport;
+  readonly accounts: Client<typeof AccountsService>;
+  /** Set once the player is signed in; until then calls go without a token. */
+  credentials: Credentials | undefined;
+}
+
+function connect(options: SignInOptions): Connection {
+  let connection: Connection | undefined = undefined;
+  const authorize: Interceptor = (next) => (request) => {
+    const credentials = connection?.credentials;
+    return credentials === undefined ? next(request) : credentials.authorize(next)(request);
+  };
+  const transport = createDastTransport(
+    options.address,
+    [...(options.interceptors ?? []), authorize],
+    options.callTimeoutMs,
+  );
+  connection = { transport, accounts: createClient(AccountsService, transport), credentials: undefined };
+  return connection;
+}
+
 export class DastClient {
+  readonly accounts: Client<typeof AccountsService>;
   readonly lobby: Client<typeof LobbyService>;
   readonly game: Client<typeof GameService>;
-  private signIn: Promise<void> | undefined;
 
   private constructor(
-    private readonly options: GuestOptions,
-    private token: string,
-    private expiresAtMs: number,
-    /** The guest's player id (the same for the same device id). */
-    readonly playerId: string,
+    private readonly credentials: Credentials,
+    /** The player's display name (as the sign-in answered; "" after a resume). */
     readonly displayName: string,
+    /**
+     * The device secret of a guest device's first sign-in: store it with the device id
+     * before anything else (it is shown once); undefined otherwise.
+     */
+    readonly newDeviceSecret: string | undefined,
     transport: Transport,
+    accounts: Client<typeof AccountsService>,
   ) {
+    this.accounts = accounts;
     this.lobby = createClient(LobbyService, transport);
     this.game = createClient(GameService, transport);
   }
 
   /**
-   * Sign in as the guest of `deviceId` and return a client whose every call carries its token.
-   * The token is renewed (the same device id, so the same player) shortly before it expires.
+   * Sign the device in as a guest through AccountsService: the device's first sign-in creates
+   * the player and returns its device secret (`newDeviceSecret`); later ones need that secret.
+   * The client refreshes its access token by itself (see `session`).
    */
   static async signInGuest(options: GuestOptions): Promise<DastClient> {
-    let client: DastClient | undefined;
-    const authorize: Interceptor = (next) => async (request) => {
-      if (client !== undefined && request.method.name !== "SignInGuest") {
-        request.header.set("authorization", `Bearer ${await client.currentToken()}`);
-      }
-      return next(request);
-    };
-    const transport = createDastTransport(
-      options.address,
-      [...(options.interceptors ?? []), authorize],
-      options.callTimeoutMs,
-    );
-    const lobby = createClient(LobbyService, transport);
+    const connection = connect(options);
     const reply = await callOrThrow(() =>
-      lobby.signInGuest({ deviceId: options.deviceId, displayName: options.displayName ?? "" }),
+      connection.accounts.signInGuest({
+        deviceId: options.deviceId,
+        deviceSecret: options.deviceSecret ?? "",
+        displayName: options.displayName ?? "",
+      }),
     );
-    client = new DastClient(
-      options,
-      reply.token,
-      Number(reply.expiresAtMs),
-      reply.playerId,
-      reply.displayName,
-      transport,
-    );
-    return client;
+    return DastClient.signedIn(connection, options, reply.playerId, reply.tokens, reply.displayName,
+      reply.deviceSecret === "" ? undefined : reply.deviceSecret);
   }
 
-  /** Open a table (this guest is its host, at seat 0). */
+  /** Sign in with an identity provider's ID token (the same identity is the same player on any device). */
+  static async signInWithIdToken(options: IdTokenOptions): Promise<DastClient> {
+    const connection = connect(options);
+    const reply = await callOrThrow(() =>
+      connection.accounts.signInWithIdToken({
+        provider: options.provider ?? "",
+        idToken: options.idToken,
+        displayName: options.displayName ?? "",
+      }),
+    );
+    return DastClient.signedIn(connection, options, reply.playerId, reply.tokens, reply.displayName, undefined);
+  }
+
+  /**
+   * Go on with a stored session (an app started again): its access token while it lasts,
+   * then the refresh token. A session that ended meanwhile fails the first call that needs a
+   * refresh (ERROR_REASON_REFRESH_TOKEN_INVALID or _REUSED): sign in again.
+   */
+  static resume(options: ResumeOptions): DastClient {
+    return DastClient.attached(connect(options), options, options.session, "", undefined);
+  }
+
+  private static async signedIn(
+    connection: Connection,
+    options: SignInOptions,
+    playerId: string,
+    tokens: SessionTokens | undefined,
+    displayName: string,
+    newDeviceSecret: string | undefined,
+  ): Promise<DastClient> {
+    const session = storedSession(playerId, tokens, (options.now ?? Date.now)());
+    await options.onSession?.(session);
+    return DastClient.attached(connection, options, session, displayName, newDeviceSecret);
+  }
+
+  /** The client of `session` over `connection`, whose calls then carry its access token. */
+  private static attached(
+    connection: Connection,
+    options: SignInOptions,
+    session: StoredSession,
+    displayName: string,
+    newDeviceSecret: string | undefined,
+  ): DastClient {
+    const credentials = new Credentials(connection.accounts, session, options.onSession, options.now ?? Date.now);
+    connection.credentials = credentials;
+    return new DastClient(credentials, displayName, newDeviceSecret, connection.transport, connection.accounts);
+  }
+
+  /** The player's id (the same for the same device, or the same identity). */
+  get playerId(): string {
+    return this.credentials.session.playerId;
+  }
+
+  /** The session as it stands: what the app stores to resume it later. */
+  get session(): StoredSession {
+    return this.credentials.session;
+  }
+
+  /** Access tokens renewed so far. */
+  get refreshes(): number {
+    return this.credentials.refreshes;
+  }
+
+  /** Calls the server refused because their access token had expired (each refreshed and sent again). */
+  get refusedAsExpired(): number {
+    return this.credentials.refusedAsExpired;
+  }
+
+  /** End this session on the server: its tokens stop working on every server. */
+  async signOut(): Promise<void> {
+    await callOrThrow(() => this.accounts.signOut({}));
+  }
+
+  /** Open a table (this player is its host, at seat 0). */
   async createTable(settings: MessageInitShape<typeof TableSettingsSchema>): Promise<Table> {
     return tableOf(await callOrThrow(() => this.lobby.createTable({ settings })));
   }
@@ -124,31 +238,9 @@ export class DastClient {
     return tableOf(await callOrThrow(() => this.lobby.getTable(target)));
   }
 
-  /** A match this guest plays (or watches): its resumable event stream and its commands. */
+  /** A match this player plays (or watches): its resumable event stream and its commands. */
   match(gameId: string, options: MatchOptions = {}): Match {
     return new Match(this.game, gameId, options);
-  }
-
-  private async currentToken(): Promise<string> {
-    if (Date.now() > this.expiresAtMs - TOKEN_REFRESH_MARGIN_MS) {
-      // One renewal for all the calls that notice at once.
-      this.signIn ??= this.renew().finally(() => {
-        this.signIn = undefined;
-      });
-      await this.signIn;
-    }
-    return this.token;
-  }
-
-  private async renew(): Promise<void> {
-    const reply = await callOrThrow(() =>
-      this.lobby.signInGuest({
-        deviceId: this.options.deviceId,
-        displayName: this.options.displayName ?? "",
-      }),
-    );
-    this.token = reply.token;
-    this.expiresAtMs = Number(reply.expiresAtMs);
   }
 }
 

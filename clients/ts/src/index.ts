@@ -1,7 +1,17 @@
 // The dast TypeScript client: the generated messages and services (./gen), and a small
 // layer over them for what every app does: sign in, reach a table, follow a match across
 // network drops, and act with `expected_seq` and idempotent command ids.
-export { DastClient, createDastTransport, callOrThrow, type ConnectOptions, type GuestOptions } from "./client.js";
+export {
+  DastClient,
+  createDastTransport,
+  callOrThrow,
+  type ConnectOptions,
+  type GuestOptions,
+  type IdTokenOptions,
+  type ResumeOptions,
+  type SignInOptions,
+} from "./client.js";
+export { REFRESH_MARGIN_MS, isTokenExpired, type SessionListener, type StoredSession } from "./session.js";
 export {
   Match,
   type ActOutcome,

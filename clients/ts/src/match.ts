@@ -14,7 +14,7 @@ import type {
   Turn,
 } from "./gen/dast/v1/game_pb.js";
 import type { Event } from "./gen/dast/v1/log_pb.js";
-import { Code, DastError, StreamContractError } from "./errors.js";
+import { Code, DastError, ErrorReason, StreamContractError } from "./errors.js";
 import { DEFAULT_BACKOFF, backoffDelayMs, sleep, type Backoff } from "./retry.js";
 
 /** A game's command, as `SubmitCommandRequest.command` takes it (`{case: "hokm", value}`). */
@@ -111,8 +111,9 @@ export class Match {
    * The match's events after `lastSeq` until its final event, across drops: a stream that
    * fails with a transient error is opened again with `after_seq` = the last seq received,
    * after a backoff, and the seat's view is read once. Each event comes once, in order.
-   * Ends when the server closes the stream after the final event; throws a DastError when
-   * the server refuses (NOT_FOUND, PERMISSION_DENIED, …) or after `backoff.maxAttempts`
+   * A stream refused because the access token expired opens again at once with the refreshed
+   * one. Ends when the server closes the stream after the final event; throws a DastError
+   * when the server refuses (NOT_FOUND, PERMISSION_DENIED, …) or after `backoff.maxAttempts`
    * failures in a row.
    */
   async *updates(): AsyncGenerator<MatchUpdate, void, undefined> {
@@ -162,8 +163,13 @@ export class Match {
         if (thrown instanceof StreamContractError || this.options.signal?.aborted) throw thrown;
         const error = DastError.from(thrown);
         failures += 1;
-        if (!error.transient || failures >= this.backoff.maxAttempts) throw error;
-        await sleep(backoffDelayMs(this.backoff, failures, error.retryDelayMs), this.options.signal);
+        // An expired access token: the client refreshed it meanwhile (session.ts), so the
+        // stream opens again at once, after the last seq received, as after a drop.
+        const expired = error.reason === ErrorReason.TOKEN_EXPIRED;
+        if (!(error.transient || expired) || failures >= this.backoff.maxAttempts) throw error;
+        if (!expired) {
+          await sleep(backoffDelayMs(this.backoff, failures, error.retryDelayMs), this.options.signal);
+        }
       } finally {
         this.options.signal?.removeEventListener("abort", stopCall);
         call.abort(); // closes the stream when the consumer stops early

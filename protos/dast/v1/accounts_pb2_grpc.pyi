@@ -20,7 +20,8 @@ SignOutEverywhere every session of the caller's player.
 Guests of the lobby's SignInGuest move over with their player id: the app calls this
 service's SignInGuest for a new device id with the lobby's token as its bearer token, and
 the device gets that guest's player (once per guest: a second device id is refused with
-guest_already_moved). The lobby's SignInGuest keeps answering until every app has moved.
+guest_already_moved). The lobby's SignInGuest is retired: a server refuses it
+(device_sign_in_retired) unless its operator keeps it on (DAST_LOBBY_DEVICE_SIGN_IN).
 
 If the reply to a device's first sign-in is lost, that device id is used up (its secret
 was in the reply): the app makes a new device id and signs in again, losing nothing (the
@@ -44,7 +45,7 @@ A player id's profile exists once that player signed in here (a lobby guest that
 moved over has none: account_not_found).
 
 The request and response of SignInGuest carry the service's name (the lobby has messages
-of the same name for its own guest sign-in, which it keeps answering).
+of the same name for its own, retired, guest sign-in).
 
 Errors (google.rpc.ErrorInfo, domain "dast.dev", reason the name of an ErrorReason value
 of errors.proto): INVALID_ARGUMENT (invalid_request, invalid_display_name,

@@ -100,14 +100,16 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     the server: send a known value.
     """
     ERROR_REASON_UNAUTHENTICATED: _ErrorReason.ValueType  # 15
-    """UNAUTHENTICATED: no bearer token. The app: sign in (SignInGuest) and send the token."""
+    """UNAUTHENTICATED: no bearer token. The app: sign in (AccountsService) and send the access
+    token.
+    """
     ERROR_REASON_TOKEN_EXPIRED: _ErrorReason.ValueType  # 16
-    """UNAUTHENTICATED: the token's time is up. The app: SignInGuest again with the same device
-    id (same player), then retry.
+    """UNAUTHENTICATED: the token's time is up. The app: Refresh with the session's refresh
+    token (else sign in again), then retry the call.
     """
     ERROR_REASON_TOKEN_INVALID: _ErrorReason.ValueType  # 17
     """UNAUTHENTICATED: badly signed or malformed token, or an unknown role. The app: discard
-    the token; SignInGuest again.
+    the token; sign in again.
     """
     ERROR_REASON_RATE_LIMITED: _ErrorReason.ValueType  # 18
     """RESOURCE_EXHAUSTED: too many calls of this method. The app: wait the RetryInfo delay,
@@ -188,6 +190,11 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     ERROR_REASON_GAME_SERVICE_UNAVAILABLE: _ErrorReason.ValueType  # 108
     """UNAVAILABLE: the game service did not answer while starting the match. The app: retry
     StartGame / Rematch after a moment.
+    """
+    ERROR_REASON_DEVICE_SIGN_IN_RETIRED: _ErrorReason.ValueType  # 109
+    """FAILED_PRECONDITION: the lobby's SignInGuest (a device id alone) is retired on this
+    server. The app: sign in with AccountsService (SignInGuest with the device secret, or
+    SignInWithIdToken).
     """
     ERROR_REASON_NOT_YOUR_TURN: _ErrorReason.ValueType  # 200
     """---- Every game's rules (engine/core/errors.py Code) ----
@@ -474,6 +481,51 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     NOT_FOUND: the accounts service knows no player with this id. The console: search for
     the player (FindPlayers) and use the id it shows.
     """
+    ERROR_REASON_NOT_AT_TABLE: _ErrorReason.ValueType  # 960
+    """---- Table talk (services/chat/reasons.py ChatReason) ----
+    PERMISSION_DENIED: the caller neither sits at the table nor may watch it (the table
+    allows no spectators). The app: offer the talk only to the table's people.
+    """
+    ERROR_REASON_CHAT_OFF: _ErrorReason.ValueType  # 961
+    """FAILED_PRECONDITION: the host turned the table's talk off (TableSettings.chat). The
+    app: hide the talk while the table's settings say so.
+    """
+    ERROR_REASON_CHAT_PHRASES_ONLY: _ErrorReason.ValueType  # 962
+    """FAILED_PRECONDITION: the table allows quick phrases only. The app: offer the phrases,
+    not the keyboard.
+    """
+    ERROR_REASON_CHAT_TOO_LONG: _ErrorReason.ValueType  # 963
+    """INVALID_ARGUMENT: the text is longer than the server's limit (ErrorInfo.metadata
+    "max_chars"). The app: cut it or stop typing at the limit.
+    """
+    ERROR_REASON_CHAT_TEXT_INVALID: _ErrorReason.ValueType  # 964
+    """INVALID_ARGUMENT: nothing visible is left of the text once control, direction and
+    invisible characters are removed (or no text and no phrase was sent). The app: send
+    what the person typed, and nothing when it is empty.
+    """
+    ERROR_REASON_UNKNOWN_PHRASE: _ErrorReason.ValueType  # 965
+    """INVALID_ARGUMENT: no quick phrase has that id. The app: use the ids ListPhrases gives."""
+    ERROR_REASON_CHAT_RATE_LIMITED: _ErrorReason.ValueType  # 966
+    """RESOURCE_EXHAUSTED: the player sent as many messages as the window allows. The app:
+    wait for the RetryInfo delay before sending again.
+    """
+    ERROR_REASON_CANNOT_MUTE_SELF: _ErrorReason.ValueType  # 967
+    """INVALID_ARGUMENT: a player cannot mute themselves. The app: offer mute on others only."""
+    ERROR_REASON_CHAT_UNAVAILABLE: _ErrorReason.ValueType  # 968
+    """UNAVAILABLE: where the table's talk is kept did not answer just now. The app: retry
+    after the RetryInfo delay.
+    """
+    ERROR_REASON_NOT_IN_GAME: _ErrorReason.ValueType  # 980
+    """---- Reports (services/chat/reasons.py ReportReason) ----
+    FAILED_PRECONDITION: the caller, or the player reported, did not sit in that match
+    (ErrorInfo.metadata "field"). The app: offer reports on the match's players only.
+    """
+    ERROR_REASON_CANNOT_REPORT_SELF: _ErrorReason.ValueType  # 981
+    """INVALID_ARGUMENT: a player cannot report themselves. The app: offer reports on others."""
+    ERROR_REASON_REPORT_NOT_FOUND: _ErrorReason.ValueType  # 982
+    """NOT_FOUND: no kept report has that id (it may have expired). The console: reload the
+    queue.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper): ...
 
@@ -536,14 +588,16 @@ ERROR_REASON_UNKNOWN_ENUM_VALUE: ErrorReason.ValueType  # 14
 the server: send a known value.
 """
 ERROR_REASON_UNAUTHENTICATED: ErrorReason.ValueType  # 15
-"""UNAUTHENTICATED: no bearer token. The app: sign in (SignInGuest) and send the token."""
+"""UNAUTHENTICATED: no bearer token. The app: sign in (AccountsService) and send the access
+token.
+"""
 ERROR_REASON_TOKEN_EXPIRED: ErrorReason.ValueType  # 16
-"""UNAUTHENTICATED: the token's time is up. The app: SignInGuest again with the same device
-id (same player), then retry.
+"""UNAUTHENTICATED: the token's time is up. The app: Refresh with the session's refresh
+token (else sign in again), then retry the call.
 """
 ERROR_REASON_TOKEN_INVALID: ErrorReason.ValueType  # 17
 """UNAUTHENTICATED: badly signed or malformed token, or an unknown role. The app: discard
-the token; SignInGuest again.
+the token; sign in again.
 """
 ERROR_REASON_RATE_LIMITED: ErrorReason.ValueType  # 18
 """RESOURCE_EXHAUSTED: too many calls of this method. The app: wait the RetryInfo delay,
@@ -624,6 +678,11 @@ values in lobby.proto.
 ERROR_REASON_GAME_SERVICE_UNAVAILABLE: ErrorReason.ValueType  # 108
 """UNAVAILABLE: the game service did not answer while starting the match. The app: retry
 StartGame / Rematch after a moment.
+"""
+ERROR_REASON_DEVICE_SIGN_IN_RETIRED: ErrorReason.ValueType  # 109
+"""FAILED_PRECONDITION: the lobby's SignInGuest (a device id alone) is retired on this
+server. The app: sign in with AccountsService (SignInGuest with the device secret, or
+SignInWithIdToken).
 """
 ERROR_REASON_NOT_YOUR_TURN: ErrorReason.ValueType  # 200
 """---- Every game's rules (engine/core/errors.py Code) ----
@@ -909,5 +968,50 @@ ERROR_REASON_UNKNOWN_PLAYER: ErrorReason.ValueType  # 940
 """---- Moderation (services/accounts/reasons.py ModerationReason) ----
 NOT_FOUND: the accounts service knows no player with this id. The console: search for
 the player (FindPlayers) and use the id it shows.
+"""
+ERROR_REASON_NOT_AT_TABLE: ErrorReason.ValueType  # 960
+"""---- Table talk (services/chat/reasons.py ChatReason) ----
+PERMISSION_DENIED: the caller neither sits at the table nor may watch it (the table
+allows no spectators). The app: offer the talk only to the table's people.
+"""
+ERROR_REASON_CHAT_OFF: ErrorReason.ValueType  # 961
+"""FAILED_PRECONDITION: the host turned the table's talk off (TableSettings.chat). The
+app: hide the talk while the table's settings say so.
+"""
+ERROR_REASON_CHAT_PHRASES_ONLY: ErrorReason.ValueType  # 962
+"""FAILED_PRECONDITION: the table allows quick phrases only. The app: offer the phrases,
+not the keyboard.
+"""
+ERROR_REASON_CHAT_TOO_LONG: ErrorReason.ValueType  # 963
+"""INVALID_ARGUMENT: the text is longer than the server's limit (ErrorInfo.metadata
+"max_chars"). The app: cut it or stop typing at the limit.
+"""
+ERROR_REASON_CHAT_TEXT_INVALID: ErrorReason.ValueType  # 964
+"""INVALID_ARGUMENT: nothing visible is left of the text once control, direction and
+invisible characters are removed (or no text and no phrase was sent). The app: send
+what the person typed, and nothing when it is empty.
+"""
+ERROR_REASON_UNKNOWN_PHRASE: ErrorReason.ValueType  # 965
+"""INVALID_ARGUMENT: no quick phrase has that id. The app: use the ids ListPhrases gives."""
+ERROR_REASON_CHAT_RATE_LIMITED: ErrorReason.ValueType  # 966
+"""RESOURCE_EXHAUSTED: the player sent as many messages as the window allows. The app:
+wait for the RetryInfo delay before sending again.
+"""
+ERROR_REASON_CANNOT_MUTE_SELF: ErrorReason.ValueType  # 967
+"""INVALID_ARGUMENT: a player cannot mute themselves. The app: offer mute on others only."""
+ERROR_REASON_CHAT_UNAVAILABLE: ErrorReason.ValueType  # 968
+"""UNAVAILABLE: where the table's talk is kept did not answer just now. The app: retry
+after the RetryInfo delay.
+"""
+ERROR_REASON_NOT_IN_GAME: ErrorReason.ValueType  # 980
+"""---- Reports (services/chat/reasons.py ReportReason) ----
+FAILED_PRECONDITION: the caller, or the player reported, did not sit in that match
+(ErrorInfo.metadata "field"). The app: offer reports on the match's players only.
+"""
+ERROR_REASON_CANNOT_REPORT_SELF: ErrorReason.ValueType  # 981
+"""INVALID_ARGUMENT: a player cannot report themselves. The app: offer reports on others."""
+ERROR_REASON_REPORT_NOT_FOUND: ErrorReason.ValueType  # 982
+"""NOT_FOUND: no kept report has that id (it may have expired). The console: reload the
+queue.
 """
 Global___ErrorReason: typing_extensions.TypeAlias = ErrorReason

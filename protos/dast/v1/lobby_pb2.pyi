@@ -3,8 +3,9 @@
 isort:skip_file
 The lobby: guest sign-in, tables, seats, bots, starting matches, and table updates.
 
-Identity: SignInGuest is open (no token); it returns a player token that every other
-call carries as `authorization: Bearer <JWT>` metadata. A table holds the variant's
+Identity: every call carries an access token of AccountsService (accounts.proto: a guest's
+device and its secret, or an identity provider's ID token) as `authorization: Bearer
+<JWT>` metadata. The lobby's own SignInGuest is deprecated (below). A table holds the variant's
 number of seats; the host starts the match and empty seats get bots of the table's
 level (docs/rules/hokm.md "What the app adds"). The lobby creates the match through
 GameService.CreateGame with its service token and records the game id on the table.
@@ -69,6 +70,34 @@ TABLE_STATUS_CLOSED: TableStatus.ValueType  # 4
 """everyone left before a match"""
 Global___TableStatus: typing_extensions.TypeAlias = TableStatus
 
+class _ChatMode:
+    ValueType = typing.NewType("ValueType", builtins.int)
+    V: typing_extensions.TypeAlias = ValueType
+
+class _ChatModeEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTypeWrapper[_ChatMode.ValueType], builtins.type):
+    DESCRIPTOR: google.protobuf.descriptor.EnumDescriptor
+    CHAT_MODE_UNSPECIFIED: _ChatMode.ValueType  # 0
+    """free text (the default)"""
+    CHAT_MODE_OFF: _ChatMode.ValueType  # 1
+    """no talk at all"""
+    CHAT_MODE_PHRASES: _ChatMode.ValueType  # 2
+    """quick phrases only"""
+    CHAT_MODE_FREE_TEXT: _ChatMode.ValueType  # 3
+    """quick phrases and free text"""
+
+class ChatMode(_ChatMode, metaclass=_ChatModeEnumTypeWrapper):
+    """What a table's talk allows (chat.proto); the host chooses."""
+
+CHAT_MODE_UNSPECIFIED: ChatMode.ValueType  # 0
+"""free text (the default)"""
+CHAT_MODE_OFF: ChatMode.ValueType  # 1
+"""no talk at all"""
+CHAT_MODE_PHRASES: ChatMode.ValueType  # 2
+"""quick phrases only"""
+CHAT_MODE_FREE_TEXT: ChatMode.ValueType  # 3
+"""quick phrases and free text"""
+Global___ChatMode: typing_extensions.TypeAlias = ChatMode
+
 class _BotLevel:
     ValueType = typing.NewType("ValueType", builtins.int)
     V: typing_extensions.TypeAlias = ValueType
@@ -121,6 +150,8 @@ class _TableUpdateKindEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper
     TABLE_UPDATE_KIND_GAME_FINISHED: _TableUpdateKind.ValueType  # 10
     TABLE_UPDATE_KIND_HOST_CHANGED: _TableUpdateKind.ValueType  # 11
     TABLE_UPDATE_KIND_CLOSED: _TableUpdateKind.ValueType  # 12
+    TABLE_UPDATE_KIND_CHAT_CHANGED: _TableUpdateKind.ValueType  # 13
+    """the host changed settings.chat"""
 
 class TableUpdateKind(_TableUpdateKind, metaclass=_TableUpdateKindEnumTypeWrapper): ...
 
@@ -138,6 +169,8 @@ TABLE_UPDATE_KIND_SEAT_RETURNED: TableUpdateKind.ValueType  # 9
 TABLE_UPDATE_KIND_GAME_FINISHED: TableUpdateKind.ValueType  # 10
 TABLE_UPDATE_KIND_HOST_CHANGED: TableUpdateKind.ValueType  # 11
 TABLE_UPDATE_KIND_CLOSED: TableUpdateKind.ValueType  # 12
+TABLE_UPDATE_KIND_CHAT_CHANGED: TableUpdateKind.ValueType  # 13
+"""the host changed settings.chat"""
 Global___TableUpdateKind: typing_extensions.TypeAlias = TableUpdateKind
 
 @typing.final
@@ -193,6 +226,7 @@ class TableSettings(google.protobuf.message.Message):
     PRIVATE_FIELD_NUMBER: builtins.int
     SPECTATORS_ALLOWED_FIELD_NUMBER: builtins.int
     BOT_LEVEL_FIELD_NUMBER: builtins.int
+    CHAT_FIELD_NUMBER: builtins.int
     game_type: dast.v1.common_pb2.GameType.ValueType
     target_score: builtins.int
     """Hokm: points to win the match, one of 3, 5, 7, 10 (0: the rules' default 7)."""
@@ -203,6 +237,8 @@ class TableSettings(google.protobuf.message.Message):
     spectators_allowed: builtins.bool
     bot_level: Global___BotLevel.ValueType
     """of the bots filling empty seats and taking over seats"""
+    chat: Global___ChatMode.ValueType
+    """what the table's talk allows (SetTableChat changes it)"""
     @property
     def hokm(self) -> dast.v1.hokm_pb2.HokmRules: ...
     @property
@@ -223,9 +259,10 @@ class TableSettings(google.protobuf.message.Message):
         private: builtins.bool = ...,
         spectators_allowed: builtins.bool = ...,
         bot_level: Global___BotLevel.ValueType = ...,
+        chat: Global___ChatMode.ValueType = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["hand", b"hand", "hokm", b"hokm", "other", b"other", "rules", b"rules"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["bot_level", b"bot_level", "game_type", b"game_type", "hand", b"hand", "hokm", b"hokm", "other", b"other", "private", b"private", "rules", b"rules", "spectators_allowed", b"spectators_allowed", "target_score", b"target_score", "turn_seconds", b"turn_seconds"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["bot_level", b"bot_level", "chat", b"chat", "game_type", b"game_type", "hand", b"hand", "hokm", b"hokm", "other", b"other", "private", b"private", "rules", b"rules", "spectators_allowed", b"spectators_allowed", "target_score", b"target_score", "turn_seconds", b"turn_seconds"]) -> None: ...
     def WhichOneof(self, oneof_group: typing.Literal["rules", b"rules"]) -> typing.Literal["hokm", "hand", "other"] | None: ...
 
 Global___TableSettings: typing_extensions.TypeAlias = TableSettings
@@ -718,6 +755,43 @@ class WatchTableRequest(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["table_id", b"table_id"]) -> None: ...
 
 Global___WatchTableRequest: typing_extensions.TypeAlias = WatchTableRequest
+
+@typing.final
+class SetTableChatRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TABLE_ID_FIELD_NUMBER: builtins.int
+    CHAT_FIELD_NUMBER: builtins.int
+    table_id: builtins.str
+    chat: Global___ChatMode.ValueType
+    def __init__(
+        self,
+        *,
+        table_id: builtins.str = ...,
+        chat: Global___ChatMode.ValueType = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["chat", b"chat", "table_id", b"table_id"]) -> None: ...
+
+Global___SetTableChatRequest: typing_extensions.TypeAlias = SetTableChatRequest
+
+@typing.final
+class SetTableChatResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TABLE_FIELD_NUMBER: builtins.int
+    @property
+    def table(self) -> Global___Table:
+        """the table after the call"""
+
+    def __init__(
+        self,
+        *,
+        table: Global___Table | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["table", b"table"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["table", b"table"]) -> None: ...
+
+Global___SetTableChatResponse: typing_extensions.TypeAlias = SetTableChatResponse
 
 @typing.final
 class WatchTableResponse(google.protobuf.message.Message):

@@ -94,13 +94,22 @@ class LobbyServiceStub:
                 request_serializer=dast_dot_v1_dot_lobby__pb2.WatchTableRequest.SerializeToString,
                 response_deserializer=dast_dot_v1_dot_lobby__pb2.WatchTableResponse.FromString,
                 _registered_method=True)
+        self.SetTableChat = channel.unary_unary(
+                '/dast.v1.LobbyService/SetTableChat',
+                request_serializer=dast_dot_v1_dot_lobby__pb2.SetTableChatRequest.SerializeToString,
+                response_deserializer=dast_dot_v1_dot_lobby__pb2.SetTableChatResponse.FromString,
+                _registered_method=True)
 
 
 class LobbyServiceServicer:
     """Missing associated documentation comment in .proto file."""
 
     def SignInGuest(self, request, context):
-        """A device's guest identity: the same device id gets the same player id back.
+        """Deprecated: use AccountsService.SignInGuest (a device secret guards the guest) or
+        AccountsService.SignInWithIdToken. Here the device id alone is the credential, so a
+        server refuses it (FAILED_PRECONDITION, ERROR_REASON_DEVICE_SIGN_IN_RETIRED) unless its
+        operator keeps it on (DAST_LOBBY_DEVICE_SIGN_IN, for tests and embedded tools). Where on,
+        a device's guest identity: the same device id gets the same player id back.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -190,6 +199,13 @@ class LobbyServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetTableChat(self, request, context):
+        """The host sets what the table's talk allows (chat.proto), at any time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LobbyServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -252,6 +268,11 @@ def add_LobbyServiceServicer_to_server(servicer, server):
                     servicer.WatchTable,
                     request_deserializer=dast_dot_v1_dot_lobby__pb2.WatchTableRequest.FromString,
                     response_serializer=dast_dot_v1_dot_lobby__pb2.WatchTableResponse.SerializeToString,
+            ),
+            'SetTableChat': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetTableChat,
+                    request_deserializer=dast_dot_v1_dot_lobby__pb2.SetTableChatRequest.FromString,
+                    response_serializer=dast_dot_v1_dot_lobby__pb2.SetTableChatResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -578,6 +599,33 @@ class LobbyService:
             '/dast.v1.LobbyService/WatchTable',
             dast_dot_v1_dot_lobby__pb2.WatchTableRequest.SerializeToString,
             dast_dot_v1_dot_lobby__pb2.WatchTableResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetTableChat(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dast.v1.LobbyService/SetTableChat',
+            dast_dot_v1_dot_lobby__pb2.SetTableChatRequest.SerializeToString,
+            dast_dot_v1_dot_lobby__pb2.SetTableChatResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -3,8 +3,9 @@
 isort:skip_file
 The lobby: guest sign-in, tables, seats, bots, starting matches, and table updates.
 
-Identity: SignInGuest is open (no token); it returns a player token that every other
-call carries as `authorization: Bearer <JWT>` metadata. A table holds the variant's
+Identity: every call carries an access token of AccountsService (accounts.proto: a guest's
+device and its secret, or an identity provider's ID token) as `authorization: Bearer
+<JWT>` metadata. The lobby's own SignInGuest is deprecated (below). A table holds the variant's
 number of seats; the host starts the match and empty seats get bots of the table's
 level (docs/rules/hokm.md "What the app adds"). The lobby creates the match through
 GameService.CreateGame with its service token and records the game id on the table.
@@ -234,7 +235,23 @@ _LobbyServiceWatchTableType = typing_extensions.TypeVar(
     ],
 )
 
-class LobbyServiceStub(typing.Generic[_LobbyServiceSignInGuestType, _LobbyServiceCreateTableType, _LobbyServiceListTablesType, _LobbyServiceGetTableType, _LobbyServiceJoinTableType, _LobbyServiceLeaveTableType, _LobbyServiceChooseSeatType, _LobbyServiceAddBotType, _LobbyServiceStartGameType, _LobbyServiceQuickMatchType, _LobbyServiceRematchType, _LobbyServiceWatchTableType]):
+_LobbyServiceSetTableChatType = typing_extensions.TypeVar(
+    '_LobbyServiceSetTableChatType',
+    grpc.UnaryUnaryMultiCallable[
+        dast.v1.lobby_pb2.SetTableChatRequest,
+        dast.v1.lobby_pb2.SetTableChatResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.lobby_pb2.SetTableChatRequest,
+        dast.v1.lobby_pb2.SetTableChatResponse,
+    ],
+    default=grpc.UnaryUnaryMultiCallable[
+        dast.v1.lobby_pb2.SetTableChatRequest,
+        dast.v1.lobby_pb2.SetTableChatResponse,
+    ],
+)
+
+class LobbyServiceStub(typing.Generic[_LobbyServiceSignInGuestType, _LobbyServiceCreateTableType, _LobbyServiceListTablesType, _LobbyServiceGetTableType, _LobbyServiceJoinTableType, _LobbyServiceLeaveTableType, _LobbyServiceChooseSeatType, _LobbyServiceAddBotType, _LobbyServiceStartGameType, _LobbyServiceQuickMatchType, _LobbyServiceRematchType, _LobbyServiceWatchTableType, _LobbyServiceSetTableChatType]):
     @typing.overload
     def __init__(self: LobbyServiceStub[
         grpc.UnaryUnaryMultiCallable[
@@ -284,6 +301,10 @@ class LobbyServiceStub(typing.Generic[_LobbyServiceSignInGuestType, _LobbyServic
         grpc.UnaryStreamMultiCallable[
             dast.v1.lobby_pb2.WatchTableRequest,
             dast.v1.lobby_pb2.WatchTableResponse,
+        ],
+        grpc.UnaryUnaryMultiCallable[
+            dast.v1.lobby_pb2.SetTableChatRequest,
+            dast.v1.lobby_pb2.SetTableChatResponse,
         ],
     ], channel: grpc.Channel) -> None: ...
 
@@ -337,10 +358,19 @@ class LobbyServiceStub(typing.Generic[_LobbyServiceSignInGuestType, _LobbyServic
             dast.v1.lobby_pb2.WatchTableRequest,
             dast.v1.lobby_pb2.WatchTableResponse,
         ],
+        grpc.aio.UnaryUnaryMultiCallable[
+            dast.v1.lobby_pb2.SetTableChatRequest,
+            dast.v1.lobby_pb2.SetTableChatResponse,
+        ],
     ], channel: grpc.aio.Channel) -> None: ...
 
     SignInGuest: _LobbyServiceSignInGuestType
-    """A device's guest identity: the same device id gets the same player id back."""
+    """Deprecated: use AccountsService.SignInGuest (a device secret guards the guest) or
+    AccountsService.SignInWithIdToken. Here the device id alone is the credential, so a
+    server refuses it (FAILED_PRECONDITION, ERROR_REASON_DEVICE_SIGN_IN_RETIRED) unless its
+    operator keeps it on (DAST_LOBBY_DEVICE_SIGN_IN, for tests and embedded tools). Where on,
+    a device's guest identity: the same device id gets the same player id back.
+    """
 
     CreateTable: _LobbyServiceCreateTableType
     """Open a table; the caller is its host and sits at seat 0."""
@@ -385,6 +415,9 @@ class LobbyServiceStub(typing.Generic[_LobbyServiceSignInGuestType, _LobbyServic
 
     WatchTable: _LobbyServiceWatchTableType
     """The table now, then each change to it until the caller cancels."""
+
+    SetTableChat: _LobbyServiceSetTableChatType
+    """The host sets what the table's talk allows (chat.proto), at any time."""
 
 LobbyServiceAsyncStub: typing_extensions.TypeAlias = LobbyServiceStub[
     grpc.aio.UnaryUnaryMultiCallable[
@@ -435,6 +468,10 @@ LobbyServiceAsyncStub: typing_extensions.TypeAlias = LobbyServiceStub[
         dast.v1.lobby_pb2.WatchTableRequest,
         dast.v1.lobby_pb2.WatchTableResponse,
     ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.lobby_pb2.SetTableChatRequest,
+        dast.v1.lobby_pb2.SetTableChatResponse,
+    ],
 ]
 
 class LobbyServiceServicer(metaclass=abc.ABCMeta):
@@ -444,7 +481,12 @@ class LobbyServiceServicer(metaclass=abc.ABCMeta):
         request: dast.v1.lobby_pb2.SignInGuestRequest,
         context: _ServicerContext,
     ) -> typing.Union[dast.v1.lobby_pb2.SignInGuestResponse, collections.abc.Awaitable[dast.v1.lobby_pb2.SignInGuestResponse]]:
-        """A device's guest identity: the same device id gets the same player id back."""
+        """Deprecated: use AccountsService.SignInGuest (a device secret guards the guest) or
+        AccountsService.SignInWithIdToken. Here the device id alone is the credential, so a
+        server refuses it (FAILED_PRECONDITION, ERROR_REASON_DEVICE_SIGN_IN_RETIRED) unless its
+        operator keeps it on (DAST_LOBBY_DEVICE_SIGN_IN, for tests and embedded tools). Where on,
+        a device's guest identity: the same device id gets the same player id back.
+        """
 
     @abc.abstractmethod
     def CreateTable(
@@ -544,5 +586,13 @@ class LobbyServiceServicer(metaclass=abc.ABCMeta):
         context: _ServicerContext,
     ) -> typing.Union[collections.abc.Iterator[dast.v1.lobby_pb2.WatchTableResponse], collections.abc.AsyncIterator[dast.v1.lobby_pb2.WatchTableResponse]]:
         """The table now, then each change to it until the caller cancels."""
+
+    @abc.abstractmethod
+    def SetTableChat(
+        self,
+        request: dast.v1.lobby_pb2.SetTableChatRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[dast.v1.lobby_pb2.SetTableChatResponse, collections.abc.Awaitable[dast.v1.lobby_pb2.SetTableChatResponse]]:
+        """The host sets what the table's talk allows (chat.proto), at any time."""
 
 def add_LobbyServiceServicer_to_server(servicer: LobbyServiceServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...

@@ -1,10 +1,13 @@
 """``dast play``: a line-based terminal client for a running dast server.
 
-Sign in as a guest, create or join a table (or quick-match), then play Hokm or Hand
-against bots or people. Each event prints one line; when it is your turn the screen shows
-your hand (trump first), the trick or the table melds, scores, the turn timer and who is a
-bot, then a numbered list of your legal moves. At ``play>`` type a number, a card
-(``A♠``, ``AS``), ``a`` to let the basic bot choose, ``?`` for help or ``q`` to quit.
+Sign in through the accounts service (as this machine's guest device, its secret kept in
+``~/.dast/device-secrets.json`` per server, or with ``--id-token`` from an identity
+provider; the access token is refreshed by itself), create or join a table (or quick-match),
+then play Hokm or Hand against bots or people. Each event prints one line; when it is your
+turn the screen shows your hand (trump first), the trick or the table melds, scores, the
+turn timer and who is a bot, then a numbered list of your legal moves. At ``play>`` type a
+number, a card (``A♠``, ``AS``), ``a`` to let the basic bot choose, ``?`` for help or ``q``
+to quit.
 With ``--receipts FILE`` the seat keeps every chain hash it is sent, for
 ``dast verify --receipts`` (:mod:`services.cli.play.receipts`).
 """
@@ -29,10 +32,13 @@ from engine.core.cards import card_name, parse_card
 from engine.core.protocol import BOT_LEVELS
 from services.bot.policies import DEFAULT_LEVEL, SeatView, decide
 from services.cli.play import render
+from services.cli.play.credentials import DeviceSecrets
 from services.cli.play.receipts import GAME_PLACEHOLDER, ReceiptsError, ReceiptsFile
 from services.cli.play.session import STREAM_ENDED, Session
 from services.cli.play.tournament import play_tournament, tournament_channel
 
+DATA_DIR = "~/.dast"
+"""Where ``dast play`` keeps this machine's guest device id and its secrets."""
 HELP = ("number = that move · card (A♠ or AS) = play it · a = let the basic bot choose · "
         "r = redraw · q = quit")
 _WIRE_LEVELS = lobby_pb2.BotLevel.DESCRIPTOR.values_by_name
@@ -188,9 +194,7 @@ class Client:
         """Follow the table until the host starts the match."""
         self.say("Waiting for the host to start…")
         updates = self.session.lobby.WatchTable(
-            lobby_pb2.WatchTableRequest(table_id=table.table_id),
-            metadata=self.session.metadata,
-        )
+            lobby_pb2.WatchTableRequest(table_id=table.table_id))
         for message in updates:
             update = message.update
             if update.table.status == lobby_pb2.TABLE_STATUS_PLAYING:
@@ -339,6 +343,23 @@ class Client:
         return f"Match over: {'you win' if won else 'you lose'} · final {final}"
 
 
+def sign_in(session: Session, secrets: DeviceSecrets, *, device_id: str, name: str,
+            id_token: str = "", provider: str = "") -> None:
+    """Sign the session in: with ``id_token`` when given, else as the guest of ``device_id``
+    with the secret ``secrets`` keeps for the session's accounts server (a first sign-in's
+    new secret is kept at once).
+
+    :raises grpc.RpcError: as the accounts service answers.
+    """
+    if id_token:
+        session.credentials.sign_in_with_id_token(id_token, provider, name)
+        return
+    server = session.accounts_target or session.target
+    new_secret = session.sign_in(device_id, name, secrets.get(server))
+    if new_secret:
+        secrets.put(server, new_secret)
+
+
 def _device_id(data_dir: str) -> str:
     """This machine's guest device id (kept under ``data_dir``)."""
     path = os.path.join(os.path.expanduser(data_dir), "device-id")
@@ -357,8 +378,16 @@ def play(
     game_server: Annotated[str, typer.Option(
         help="The game service, if apart from --server (several replicas: "
              "ipv4:HOST:PORT,HOST:PORT).")] = "",
+    accounts_server: Annotated[str, typer.Option(
+        help="The accounts service, if apart from --server.")] = "",
     name: Annotated[str, typer.Option(help="Your display name.")] = "",
     device: Annotated[str, typer.Option(help="Guest device id (default: kept in ~/.dast).")] = "",
+    id_token: Annotated[str, typer.Option(
+        help="Sign in with this ID token of an identity provider the server trusts, not as "
+             "a guest.", metavar="JWT")] = "",
+    provider: Annotated[str, typer.Option(
+        help="With --id-token: the provider's name on the server (default: the one the "
+             "token's issuer names).")] = "",
     game: Annotated[str, typer.Option(help="hokm or hand.")] = "hokm",
     players: Annotated[int, typer.Option(help="Seats: Hokm 4/3/2, Hand 2-4.")] = 4,
     target: Annotated[int, typer.Option(help="Hokm points to win: 3, 5, 7 or 10.")] = 0,
@@ -406,14 +435,16 @@ def play(
     except UnknownLevel as error:
         say(f"dast: --bots: {error}")
         raise typer.Exit(2) from error
-    session = Session(server, game_server, receipts_template=receipts)
+    session = Session(server, game_server, accounts_server, receipts_template=receipts)
     try:
-        session.sign_in(device or _device_id("~/.dast"), name)
+        sign_in(session, DeviceSecrets(Path(DATA_DIR, "device-secrets.json").expanduser()),
+                device_id=device or _device_id(DATA_DIR), name=name, id_token=id_token,
+                provider=provider)
         say(f"Signed in as {session.display_name} ({session.player_id})")
         client = Client(session, lambda prompt: console.input(prompt, markup=False), say)
         if tournament:
             with tournament_channel(tournament_server or server) as channel:
-                play_tournament(channel, session.metadata, session.player_id, tournament,
+                play_tournament(session.authorized(channel), session.player_id, tournament,
                                 client, say, partner_id=partner)
             return
         options = Options(game, players, target, turn_seconds, bots, private, table, invite,

@@ -1,5 +1,9 @@
 """The terminal client's connection: blocking lobby and game calls, and a game stream thread.
 
+The player signs in through the accounts service (:mod:`services.cli.play.credentials`),
+whose interceptor puts the session's access token on every lobby, game and tournament call
+and refreshes it by itself.
+
 The Subscribe stream runs in a daemon thread that puts each event on a queue; keeping it open
 is also what tells the server the player is present (a dropped stream lets a bot take the
 seat after the grace period; subscribing again takes it back). With ``receipts_template``
@@ -18,9 +22,10 @@ from typing import Any
 
 import grpc
 
-from dast.v1 import game_pb2, game_pb2_grpc, lobby_pb2, lobby_pb2_grpc, log_pb2
+from dast.v1 import accounts_pb2_grpc, game_pb2, game_pb2_grpc, lobby_pb2, lobby_pb2_grpc, log_pb2
 from engine.core.payload import put
 from engine.registry import GAMES_BY_NAME
+from services.cli.play.credentials import Credentials
 from services.cli.play.receipts import ReceiptsFile, receipts_path
 from services.platform.channels import CHANNEL_OPTIONS
 
@@ -30,56 +35,70 @@ STREAM_ENDED = None
 
 @dataclass
 class Session:
-    """A signed-in guest talking to a dast lobby and game service.
+    """A signed-in player talking to a dast lobby and game service.
 
     ``target`` serves the lobby, and the game service too unless ``game_target`` names it
     apart (in a deployment of separate processes; it may list several replicas, which the
-    client balances: :mod:`services.platform.channels`). ``receipts_template`` (the
-    ``--receipts`` path, empty for none) is where the seat's receipts are kept.
+    client balances: :mod:`services.platform.channels`), and the accounts service unless
+    ``accounts_target`` does. ``receipts_template`` (the ``--receipts`` path, empty for
+    none) is where the seat's receipts are kept.
     """
 
     target: str
     game_target: str = ""
-    player_id: str = ""
-    display_name: str = ""
-    token: str = ""
+    accounts_target: str = ""
+    receipts_template: str = ""
+    credentials: Credentials = field(init=False)
+    """The session's tokens, and the interceptor of every channel but the accounts one."""
     channel: grpc.Channel = field(init=False)
     game_channel: grpc.Channel = field(init=False)
     lobby: lobby_pb2_grpc.LobbyServiceStub = field(init=False)
     game: game_pb2_grpc.GameServiceStub = field(init=False)
-    receipts_template: str = ""
     events: queue.Queue[log_pb2.Event | None] = field(default_factory=queue.Queue)
     receipts: ReceiptsFile | None = field(init=False, default=None)
     """The receipts file of the match followed last (None without ``receipts_template``)."""
     _receipts_game: str = field(init=False, default="")
     _stream: Any = field(init=False, default=None)
+    _raw_channels: list[grpc.Channel] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
-        self.channel = grpc.insecure_channel(self.target, options=CHANNEL_OPTIONS)
+        lobby = self._open(self.target)
+        accounts = (self._open(self.accounts_target)
+                    if self.accounts_target and self.accounts_target != self.target else lobby)
+        # Sign-ins and refreshes carry no access token: the accounts stub's channel is bare.
+        self.credentials = Credentials(accounts_pb2_grpc.AccountsServiceStub(accounts))
+        self.channel = self.authorized(lobby)
         self.game_channel = (
-            grpc.insecure_channel(self.game_target, options=CHANNEL_OPTIONS)
+            self.authorized(self._open(self.game_target))
             if self.game_target and self.game_target != self.target else self.channel
         )
         self.lobby = lobby_pb2_grpc.LobbyServiceStub(self.channel)
         self.game = game_pb2_grpc.GameServiceStub(self.game_channel)
 
-    def sign_in(self, device_id: str, display_name: str) -> None:
-        """Sign in as the device's guest.
+    def _open(self, target: str) -> grpc.Channel:
+        channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+        self._raw_channels.append(channel)
+        return channel
 
-        :raises grpc.RpcError: as the lobby answers.
-        """
-        reply = self.lobby.SignInGuest(
-            lobby_pb2.SignInGuestRequest(device_id=device_id, display_name=display_name),
-            timeout=10,
-        )
-        self.player_id, self.display_name, self.token = (
-            reply.player_id, reply.display_name, reply.token,
-        )
+    def authorized(self, channel: grpc.Channel) -> grpc.Channel:
+        """``channel`` with the session's access token on every call."""
+        return grpc.intercept_channel(channel, self.credentials)
 
     @property
-    def metadata(self) -> tuple[tuple[str, str], ...]:
-        """The bearer token metadata of every call."""
-        return (("authorization", f"Bearer {self.token}"),)
+    def player_id(self) -> str:
+        return self.credentials.player_id
+
+    @property
+    def display_name(self) -> str:
+        return self.credentials.display_name
+
+    def sign_in(self, device_id: str, display_name: str, device_secret: str = "") -> str:
+        """Sign in as the guest of ``device_id`` (with its secret, after its first sign-in);
+        the device secret a first sign-in returns, "" otherwise.
+
+        :raises grpc.RpcError: as the accounts service answers.
+        """
+        return self.credentials.sign_in_guest(device_id, device_secret, display_name)
 
     def call(self, method: str, request: Any) -> Any:
         """Call a lobby or game method by name.
@@ -87,7 +106,7 @@ class Session:
         :raises grpc.RpcError: as the server answers.
         """
         stub = self.lobby if hasattr(self.lobby, method) else self.game
-        return getattr(stub, method)(request, metadata=self.metadata, timeout=20)
+        return getattr(stub, method)(request, timeout=20)
 
     def table_of_game(self, game_id: str) -> lobby_pb2.Table | None:
         """The lobby's table of a match (None when the match has no table)."""
@@ -141,9 +160,7 @@ class Session:
         self.unfollow()
         receipts = self.receipts_of(game_id)
         stream = self.game.Subscribe(
-            game_pb2.SubscribeRequest(game_id=game_id, after_seq=after_seq),
-            metadata=self.metadata,
-        )
+            game_pb2.SubscribeRequest(game_id=game_id, after_seq=after_seq))
         self._stream = stream
 
         def pump() -> None:
@@ -167,6 +184,5 @@ class Session:
         self.unfollow()
         if self.receipts is not None:
             self.receipts.close()
-        if self.game_channel is not self.channel:
-            self.game_channel.close()
-        self.channel.close()
+        for channel in self._raw_channels:
+            channel.close()

@@ -56,12 +56,14 @@ def _is_mine(entrant_id: str, me: str) -> bool:
 
 
 def play_tournament(
-    channel: grpc.Channel, metadata: tuple[tuple[str, str], ...], player_id: str,
-    tournament_id: str, client: MatchPlayer, say: Callable[[str], None], *,
+    channel: grpc.Channel, player_id: str, tournament_id: str, client: MatchPlayer,
+    say: Callable[[str], None], *,
     poll_seconds: float = POLL_SECONDS, sleep: Callable[[float], None] = time.sleep,
     partner_id: str = "",
 ) -> tournament_pb2.GetStandingsResponse:
-    """Enter the tournament and play its matches until it ends; the final standings.
+    """Enter the tournament and play its matches until it ends; the final standings
+    (``channel`` puts the player's access token on every call:
+    :meth:`services.cli.play.session.Session.authorized`).
 
     In a tournament of registered pairs, ``partner_id`` asks to enter together with that
     player, who must name the caller in turn (before or after): until they do, this waits
@@ -74,8 +76,7 @@ def play_tournament(
     try:
         registered = stub.RegisterPlayer(
             tournament_pb2.RegisterPlayerRequest(tournament_id=tournament_id,
-                                                 partner_id=partner_id),
-            metadata=metadata, timeout=20)
+                                                 partner_id=partner_id), timeout=20)
         summary = registered.tournament
         awaiting_partner = registered.waiting_for_partner
         if awaiting_partner:
@@ -94,19 +95,16 @@ def play_tournament(
     waiting_said = ""
     while True:
         table = stub.GetCurrentTable(
-            tournament_pb2.GetCurrentTableRequest(tournament_id=tournament_id),
-            metadata=metadata, timeout=20)
+            tournament_pb2.GetCurrentTableRequest(tournament_id=tournament_id), timeout=20)
         status = table.tournament.status
         if status == tournament_pb2.TOURNAMENT_STATUS_CANCELLED:
             say("The tournament was called off before its start.")
             called_off: tournament_pb2.GetStandingsResponse = stub.GetStandings(
-                tournament_pb2.GetStandingsRequest(tournament_id=tournament_id),
-                metadata=metadata, timeout=20)
+                tournament_pb2.GetStandingsRequest(tournament_id=tournament_id), timeout=20)
             return called_off
         if awaiting_partner:
             field: tournament_pb2.GetStandingsResponse = stub.GetStandings(
-                tournament_pb2.GetStandingsRequest(tournament_id=tournament_id),
-                metadata=metadata, timeout=20)
+                tournament_pb2.GetStandingsRequest(tournament_id=tournament_id), timeout=20)
             if any(_is_mine(line.player_id, player_id) for line in field.standings):
                 say(f"{partner_id} named you too: your pair is entered")
                 awaiting_partner = False
@@ -116,8 +114,7 @@ def play_tournament(
                 return field
         if status == tournament_pb2.TOURNAMENT_STATUS_FINISHED:
             final: tournament_pb2.GetStandingsResponse = stub.GetStandings(
-                tournament_pb2.GetStandingsRequest(tournament_id=tournament_id),
-                metadata=metadata, timeout=20)
+                tournament_pb2.GetStandingsRequest(tournament_id=tournament_id), timeout=20)
             say("The tournament is over.")
             for line in standings_lines(final, player_id):
                 say(line)
@@ -137,8 +134,7 @@ def play_tournament(
                 continue
             played.add(table.game_id)
             standings = stub.GetStandings(
-                tournament_pb2.GetStandingsRequest(tournament_id=tournament_id),
-                metadata=metadata, timeout=20)
+                tournament_pb2.GetStandingsRequest(tournament_id=tournament_id), timeout=20)
             for line in standings_lines(standings, player_id):
                 say(line)
             waiting_said = ""

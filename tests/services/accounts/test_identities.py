@@ -226,3 +226,33 @@ async def test_a_guest_who_links_an_identity_counts_as_an_account(idps: Idps) ->
         created = await tournaments.CreateTournament(create,
                                                      metadata=session_bearer(renewed.tokens))
         assert created.tournament.host_id == guest.player_id
+
+
+async def test_tables_and_tournaments_show_the_name_the_token_carries(
+        accounts: accounts_pb2_grpc.AccountsServiceStub, channel: grpc.aio.Channel) -> None:
+    guest = await accounts.SignInGuest(accounts_pb2.AccountsServiceSignInGuestRequest(
+        device_id="naming-phone-1", display_name="Laleh"))
+    lobby = lobby_pb2_grpc.LobbyServiceStub(channel)
+    table = (await lobby.CreateTable(lobby_pb2.CreateTableRequest(
+        settings=lobby_pb2.TableSettings(game_type=common_pb2.GAME_TYPE_HOKM)),
+        metadata=session_bearer(guest.tokens))).table
+    assert table.seats[0].display_name == "Laleh"
+    # A new name reaches the tables with the next tokens.
+    await accounts.UpdateProfile(accounts_pb2.UpdateProfileRequest(display_name="Laleh N."),
+                                 metadata=session_bearer(guest.tokens))
+    renewed = await accounts.Refresh(accounts_pb2.RefreshRequest(
+        refresh_token=guest.tokens.refresh_token))
+    await lobby.LeaveTable(lobby_pb2.LeaveTableRequest(table_id=table.table_id),
+                           metadata=session_bearer(renewed.tokens))
+    other = (await lobby.CreateTable(lobby_pb2.CreateTableRequest(
+        settings=lobby_pb2.TableSettings(game_type=common_pb2.GAME_TYPE_HOKM)),
+        metadata=session_bearer(renewed.tokens))).table
+    assert other.seats[0].display_name == "Laleh N."
+    tournaments = tournament_pb2_grpc.TournamentServiceStub(channel)
+    created = await tournaments.CreateTournament(tournament_pb2.CreateTournamentRequest(
+        settings=tournament_pb2.TournamentSettings(
+            name="names", game_type=common_pb2.GAME_TYPE_HOKM, players_per_table=2,
+            rounds=1)), metadata=session_bearer(renewed.tokens))
+    entered = await tournaments.RegisterPlayer(tournament_pb2.RegisterPlayerRequest(
+        tournament_id=created.tournament.tournament_id), metadata=session_bearer(renewed.tokens))
+    assert entered.entrant.display_name == "Laleh N."

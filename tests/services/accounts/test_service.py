@@ -4,8 +4,9 @@ rotating refresh tokens, sign-out."""
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import grpc
 import pytest
@@ -20,9 +21,10 @@ from dast.v1 import (
 )
 from services.accounts.sessions import Sessions, TokenPolicy
 from services.accounts.store import AccountsStore, RefreshRefused
+from services.compose import StackOptions
 from services.platform.auth import AuthError, Role, verify_token
 from services.platform.config import load_settings
-from services.platform.errors import reason_of
+from services.platform.errors import Reason, reason_of
 from tests.e2e.helpers import stack
 from tests.support.tokens import TEST_KEYS, signer, stranger_token, token
 
@@ -177,13 +179,20 @@ async def test_sign_in_checks_its_fields(
             grpc.StatusCode.INVALID_ARGUMENT, reason)
 
 
-async def test_a_refresh_token_expires_after_its_days_on_the_services_clock() -> None:
-    now = [int(time.time() * 1000)]
+@contextlib.contextmanager
+def _sessions(policy: TokenPolicy, now: list[int]) -> Iterator[Sessions]:
+    """Sessions over a store in memory, on the clock ``now[0]`` (which the test moves)."""
     store = AccountsStore.open(None)
     try:
-        sessions = Sessions(store, signer("accounts"), TEST_KEYS.ring,
-                            policy=TokenPolicy(access_minutes=5, refresh_days=2),
-                            clock=lambda: now[0])
+        yield Sessions(store, signer("accounts"), TEST_KEYS.ring, policy=policy,
+                       clock=lambda: now[0])
+    finally:
+        store.close()
+
+
+async def test_a_refresh_token_expires_after_its_days_on_the_services_clock() -> None:
+    now = [int(time.time() * 1000)]
+    with _sessions(TokenPolicy(access_minutes=5, refresh_days=2), now) as sessions:
         tokens = await sessions.open("g-00000000000000bb")
         assert verify_token(TEST_KEYS.ring, tokens.access_token).session_id == tokens.session_id
         now[0] += 2 * 86_400_000 - 1
@@ -195,8 +204,6 @@ async def test_a_refresh_token_expires_after_its_days_on_the_services_clock() ->
         with pytest.raises(AuthError):
             verify_token(TEST_KEYS.ring, sessions.mint_access("g-00000000000000bb", "sid",
                                                               now[0] - 86_400_000))
-    finally:
-        store.close()
 
 
 def test_token_lifetimes_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -208,3 +215,24 @@ def test_token_lifetimes_come_from_the_environment(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("DAST_REFRESH_TOKEN_DAYS")
     defaults = load_settings()
     assert (defaults.access_token_minutes, defaults.refresh_token_days) == (15, 30)
+
+
+async def test_access_tokens_may_live_seconds_for_tests(monkeypatch: pytest.MonkeyPatch) -> None:
+    # DAST_ACCESS_TOKEN_SECONDS, when set, replaces the minutes (a token expiring mid-match).
+    monkeypatch.setenv("DAST_ACCESS_TOKEN_SECONDS", "3")
+    assert load_settings().access_token_seconds == 3
+    monkeypatch.delenv("DAST_ACCESS_TOKEN_SECONDS")
+    assert load_settings().access_token_seconds == 0
+    options = StackOptions(access_token_minutes=15, access_token_seconds=3)
+    assert options.revocation_minutes == 1  # revoked sessions are kept while tokens live
+    assert StackOptions(access_token_minutes=15).revocation_minutes == 15
+    now = [int(time.time() * 1000)]
+    with _sessions(TokenPolicy(access_minutes=15, access_seconds=3), now) as sessions:
+        tokens = await sessions.open("g-00000000000000cc")
+        assert tokens.access_expires_at_ms - tokens.server_time_ms <= 3_000
+        assert verify_token(TEST_KEYS.ring, tokens.access_token).session_id == tokens.session_id
+        now[0] -= 4_000  # a token minted 4 s ago has expired
+        with pytest.raises(AuthError) as expired:
+            verify_token(TEST_KEYS.ring, sessions.mint_access("g-00000000000000cc", "sid",
+                                                              now[0]))
+        assert expired.value.reason == Reason.TOKEN_EXPIRED

@@ -12,7 +12,11 @@ import contextlib
 import grpc
 import pytest
 
-from dast.v1 import common_pb2, game_pb2, hokm_pb2, lobby_pb2
+from dast.v1 import common_pb2, game_pb2, hokm_pb2, lobby_pb2, lobby_pb2_grpc
+from services.compose import StackOptions
+from services.lobby.reasons import LobbyReason
+from services.platform.config import Settings
+from services.platform.errors import reason_of
 from tests.e2e.helpers import Guest, stack, wait_for
 
 pytestmark = pytest.mark.timeout(120)
@@ -25,7 +29,29 @@ async def _code(call: object) -> grpc.StatusCode:
     return caught.value.code()
 
 
+async def test_the_device_sign_in_is_off_unless_asked_for_and_points_to_accounts() -> None:
+    # A device id alone is no credential: a server on its defaults refuses the lobby's
+    # SignInGuest, whatever the request, and names the way in that replaced it.
+    assert Settings().lobby_device_sign_in is False
+    assert StackOptions().lobby_device_sign_in is False
+    async with stack(timers=False, bots=False, lobby_device_sign_in=False) as run, \
+            grpc.aio.insecure_channel(run.address) as channel:
+        lobby = lobby_pb2_grpc.LobbyServiceStub(channel)
+        for request in (lobby_pb2.SignInGuestRequest(device_id="device-retired-1"),
+                        lobby_pb2.SignInGuestRequest(device_id="short")):
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await lobby.SignInGuest(request)
+            assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            assert reason_of(caught.value) == LobbyReason.DEVICE_SIGN_IN_RETIRED
+            assert "AccountsService.SignInGuest" in (caught.value.details() or "")
+        # The accounts service's guests play on: their tokens open tables.
+        guest = await Guest.sign_in_with_accounts(channel, "device-retired-2")
+        table = (await guest.call("CreateTable", lobby_pb2.CreateTableRequest(settings=HOKM))).table
+        assert table.seats[0].player_id == guest.player_id
+
+
 async def test_a_device_signs_in_as_the_same_guest_and_may_rename() -> None:
+    # (The test stack keeps the lobby's retired device sign-in on: tests/e2e/helpers.py.)
     async with stack(timers=False) as run, grpc.aio.insecure_channel(run.address) as channel:
         first = await Guest.sign_in(channel, "device-same-guest")
         again = await Guest.sign_in(channel, "device-same-guest", "Nima")

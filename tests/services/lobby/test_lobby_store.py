@@ -47,3 +47,26 @@ def test_tables_are_found_by_invite_code_and_guests_keep_their_id(store: LobbySt
     assert store.guest("device-a", "", "g-1") == ("g-1", "Guest-g-1")
     assert store.guest("device-a", "Ali", "g-2") == ("g-1", "Ali")
     assert store.name_of("g-1") == "Ali"
+
+
+def test_each_match_keeps_the_seats_it_started_with_after_a_rematch(store: LobbyStore) -> None:
+    table = _new_table(store, "t3")
+    joined = tables.join(table, "p2", "P2", None)
+    table = store.save(joined.table, table.version, joined.updates, at_ms=2)
+    started = tables.start(table, "host", "game-1")
+    table = store.save(started.table, table.version, started.updates, at_ms=3)
+    left = tables.leave(table, "p2")
+    table = store.save(left.table, table.version, left.updates, at_ms=4)
+    finished = tables.finish(table, "game-1")
+    table = store.save(finished.table, table.version, finished.updates, at_ms=5)
+    again = tables.rematch(table, "host", "game-2")
+    table = store.save(again.table, table.version, again.updates, at_ms=6)
+    first = store.match_table("game-1")
+    assert (first.table_id, first.game_id) == ("t3", "game-1")
+    assert [seat.player_id for seat in first.seats][:2] == ["host", "p2"]
+    second = store.match_table("game-2")
+    assert second.game_id == "game-2"
+    assert second.seats[1].is_bot  # p2 left: the rematch seated a bot
+    assert store.by_game("game-2").table_id == "t3"
+    with pytest.raises(TableNotFound):
+        store.match_table("game-3")

@@ -134,3 +134,16 @@ def test_a_rematch_plans_the_same_seats_whoever_asks() -> None:
     by_host = tables.rematch(finished, "host", "t-2").table
     by_p1 = tables.rematch(finished, "p1", "t-2").table
     assert by_host == by_p1 and by_host.seats[1].is_bot
+
+
+def test_only_the_host_sets_the_tables_talk_and_each_change_is_an_update() -> None:
+    table = _table()
+    change = tables.set_chat(table, "host", lobby_pb2.CHAT_MODE_PHRASES)
+    assert change.table.settings.chat == lobby_pb2.CHAT_MODE_PHRASES
+    assert [update.kind for update in change.updates] == [
+        lobby_pb2.TABLE_UPDATE_KIND_CHAT_CHANGED]
+    assert table.settings.chat == lobby_pb2.CHAT_MODE_UNSPECIFIED  # the loaded one unchanged
+    assert tables.set_chat(change.table, "host", lobby_pb2.CHAT_MODE_PHRASES).updates == []
+    with pytest.raises(LobbyError) as refused:
+        tables.set_chat(table, "guest", lobby_pb2.CHAT_MODE_OFF)
+    assert refused.value.reason == "not_host"

@@ -1,4 +1,5 @@
-"""The Alembic migrations of the PostgreSQL event store (and of the accounts tables)."""
+"""The Alembic migrations of the PostgreSQL event store (and of the accounts' and table
+talk's tables)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from sqlalchemy import MetaData, create_engine, inspect, text
 
 from services.accounts.moderation_store import TABLES as MODERATION_TABLES
 from services.accounts.store import TABLES as ACCOUNTS_TABLES
+from services.chat.store import TABLES as CHAT_TABLES
 from services.platform.migrations import alembic_config, upgrade_database
 from services.platform.store import open_store
 from services.platform.store_sql import COMMANDS, EVENTS, GAMES
@@ -39,7 +41,7 @@ def test_upgrade_from_a_clean_database_creates_the_tables(pg_url: str) -> None:
         {"alembic_version", "games", "events", "commands", "accounts_players",
          "accounts_devices", "accounts_sessions", "accounts_refresh_tokens",
          "accounts_identities", "accounts_bans", "accounts_admin_actions",
-         "accounts_erasures"},
+         "accounts_erasures", "chat_reports", "chat_mutes"},
     )
 
 
@@ -70,7 +72,8 @@ def test_migrations_match_the_models(pg_url: str) -> None:
     # the same schema: autogenerate finds nothing to do.
     upgrade_database(pg_url)
     ours = MetaData()
-    for table in (GAMES, EVENTS, COMMANDS, *ACCOUNTS_TABLES, *MODERATION_TABLES):
+    for table in (GAMES, EVENTS, COMMANDS, *ACCOUNTS_TABLES, *MODERATION_TABLES,
+                  *CHAT_TABLES):
         table.to_metadata(ours)
     engine = create_engine(pg_url)
     try:

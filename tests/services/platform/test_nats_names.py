@@ -28,11 +28,13 @@ DEPLOYMENTS = st.from_regex(r"[a-z0-9][a-z0-9_-]{0,47}", fullmatch=True)
 def _names(names: NatsNames) -> set[str]:
     """The stream and bucket names of a deployment."""
     return {names.events_stream, names.tables_stream, names.tournaments_stream,
-            names.presence_bucket, names.revoked_bucket, names.banned_bucket}
+            names.chat_stream, names.presence_bucket, names.revoked_bucket,
+            names.banned_bucket}
 
 
 def _subjects(names: NatsNames) -> set[str]:
-    return {names.events_prefix, names.tables_prefix, names.tournaments_prefix}
+    return {names.events_prefix, names.tables_prefix, names.tournaments_prefix,
+            names.chat_prefix}
 
 
 def test_the_default_deployment_keeps_the_names_dast_used_before() -> None:
@@ -46,12 +48,13 @@ def test_the_default_deployment_keeps_the_names_dast_used_before() -> None:
     assert names.presence_bucket == "DAST_PRESENCE"
     assert names.revoked_bucket == "DAST_REVOKED"
     assert names.banned_bucket == "DAST_BANNED"
+    assert (names.chat_stream, names.chat_prefix) == ("DAST_CHAT", "dast.chat")
 
 
 @pytest.mark.parametrize(("first", "second"), [
     ("a", "a_events"), ("a", "a_tables"), ("a_events", "a_events_tournaments"),
     ("staging", "staging-2"), ("dast", "dast_presence"), ("x", "x_events_tournaments"),
-    ("dast", "dast_revoked"),
+    ("dast", "dast_revoked"), ("a", "a_chat"),
 ])
 def test_deployments_whose_names_look_alike_still_share_no_name(first: str,
                                                                  second: str) -> None:

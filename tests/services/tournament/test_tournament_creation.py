@@ -225,7 +225,7 @@ async def test_dast_play_stops_waiting_when_the_tournament_is_called_off() -> No
                 session.sign_in("device-called-off-1", "Person")
                 with tournament_channel(run.address) as tournaments:
                     finished.append(play_tournament(
-                        tournaments, session.metadata, session.player_id, tournament_id,
+                        session.authorized(tournaments), session.player_id, tournament_id,
                         NoMatches(), said.append, poll_seconds=0.05))
             except BaseException as error:  # reported below
                 failures.append(error)

@@ -1,0 +1,1 @@
+"""Table talk (chat and quick phrases among a table's people) and players' reports."""
