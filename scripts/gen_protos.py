@@ -33,6 +33,7 @@ def generate(out_dir: Path) -> list[Path]:
         "protoc",
         f"-I{PROTO_ROOT}",
         f"-I{include}",
+        f"-I{ROOT / 'third_party' / 'googleapis'}",
         f"--python_out={out_dir}",
         f"--grpc_python_out={out_dir}",
         f"--plugin=protoc-gen-mypy={plugin}",

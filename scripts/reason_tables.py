@@ -152,6 +152,11 @@ GUIDANCE: dict[str, Guidance] = {
     Reason.ACCOUNT_DELETED: Guidance(
         "UNAUTHENTICATED", "the token's player deleted their account (or an operator erased "
         "it)", "forget the account's tokens and device secret; a new sign-in is a new player"),
+    Reason.STREAM_BACKLOG: Guidance(
+        "RESOURCE_EXHAUSTED", "a `Play` stream's client stopped reading long enough for the "
+        "server's queue of its messages to fill; the stream ended",
+        "open `Play` again with the last seq received as `after_seq`; resend the commands "
+        "whose outcome did not arrive (same `command_id`)"),
     # ---- services.lobby.reasons.LobbyReason (shared values are listed above) ----
     LobbyReason.TABLE_NOT_FOUND: Guidance("NOT_FOUND", "no table has that id or invite code",
                                           "refresh the table list"),

@@ -16,7 +16,7 @@ import re
 import secrets
 import time
 import uuid
-from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Iterable
 from typing import Any, Final, NoReturn, TypeVar
 
 import grpc
@@ -29,8 +29,15 @@ from engine.core.errors import RuleViolation
 from engine.core.fairness import SERVER_SEED_BYTES, commit
 from engine.core.payload import put, take
 from engine.registry import GAMES
-from services.game.commands import CommandHandler, Submission
+from services.game.commands import CommandHandler, Outcome, Submission
 from services.game.control import SeatControls, seat_control_of
+from services.game.play import (
+    HEARTBEAT_SECONDS,
+    QUEUE_LIMIT,
+    EndedWith,
+    PlayStats,
+    PlayStream,
+)
 from services.game.repository import GameRepository, GameSnapshot
 from services.game.streams import GameFeeds
 from services.game.turns import fill_turn, next_to_act, turn_for
@@ -43,6 +50,7 @@ from services.platform.limits import admit_spectator
 from services.platform.metrics import GameMetrics
 from services.platform.presence_kv import StreamPresence
 from services.platform.store import GameExists, GameNotFound
+from services.platform.stream_caller import current_stream_caller
 from services.platform.validation import clean_display_name, quoted_input
 
 _GAME_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -203,6 +211,30 @@ def _streaming_rpc(
     return answered
 
 
+def submission_of(
+    game_id: str, request: game_pb2.SubmitCommandRequest | game_pb2.PlayCommand,
+    seat: int | None,
+) -> Submission:
+    """The command a SubmitCommand call or a Play stream's command carries, for ``seat``.
+
+    :raises ServiceError: NOT_FOUND for an impossible game id, INVALID_ARGUMENT for a
+        command without a game's body.
+    """
+    game_id = check_game_id(game_id)
+    label = request.WhichOneof("command")
+    if label is None:
+        raise _invalid("the command carries no game's body")
+    return Submission(
+        game_id=game_id,
+        command_id=request.command_id,
+        expected_seq=request.expected_seq if request.HasField("expected_seq") else None,
+        body_name=label,
+        body=getattr(request, label),
+        seat=seat,
+        automatic=request.automatic,
+    )
+
+
 def _command_label(request: game_pb2.SubmitCommandRequest) -> str:
     """The command's body name, the label of its metrics ("none" for an empty command)."""
     return request.WhichOneof("command") or "none"
@@ -213,10 +245,19 @@ def _count_refused_command(
     code: grpc.StatusCode, reason: str,
 ) -> None:
     """Count and log a refused command (its duration is observed by the method itself)."""
+    count_refusal(service, _command_label(request), request.game_id, request.expected_seq,
+                  code, reason)
+
+
+def count_refusal(
+    service: GameService, label: str, game_id: str, expected_seq: int,
+    code: grpc.StatusCode, reason: str,
+) -> None:
+    """Count and log a refused command, whichever way it came (a call, a Play stream)."""
     metrics = service.metrics
-    metrics.child(metrics.commands, _command_label(request), code.name.lower()).inc()
-    _log.info("command_refused", game_id=request.game_id[:64],
-              expected_seq=request.expected_seq, status=code.name, reason=reason)
+    metrics.child(metrics.commands, label, code.name.lower()).inc()
+    _log.info("command_refused", game_id=game_id[:64],
+              expected_seq=expected_seq, status=code.name, reason=reason)
 
 
 class GameService(game_pb2_grpc.GameServiceServicer):
@@ -250,6 +291,11 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             inline_bus=bus if isinstance(bus, InProcessBus) else None,
         )
         self.seat_controls = SeatControls(self.commands)
+        self.play_queue_limit = QUEUE_LIMIT
+        """Messages a Play stream queues for a client not reading (services.game.play)."""
+        self.heartbeat_seconds = HEARTBEAT_SECONDS
+        """How often an idle Play stream sends a heartbeat."""
+        self.play_streams = PlayStats()
 
     @_rpc
     async def CreateGame(
@@ -313,52 +359,49 @@ class GameService(game_pb2_grpc.GameServiceServicer):
     async def SubmitCommand(
         self, request: game_pb2.SubmitCommandRequest, context: grpc.aio.ServicerContext
     ) -> game_pb2.SubmitCommandResponse:
+        identity = current_identity()
+        submission = submission_of(request.game_id, request,
+                                   request.seat if request.HasField("seat") else None)
+        outcome = await self.apply(identity, submission)
+        seat = outcome.seat if not identity.is_privileged else submission.seat
+        game = outcome.snapshot.game
+        reply = game_pb2.SubmitCommandResponse(
+            events=[game.redact(entry.event, seat) for entry in outcome.entries],
+            seq=outcome.snapshot.seq,
+            duplicate=outcome.duplicate,
+            hashes=[entry.hash for entry in outcome.entries],
+            server_time_ms=self._clock(),
+        )
+        state = outcome.snapshot.state
+        seats = next_to_act(game, state)
+        if identity.is_privileged:
+            # Bots and timers read views by GetView when they need one: a view costs
+            # more than deciding the command, so their replies say whose turn it is only.
+            reply.turn.CopyFrom(turn_for(seats, seat))
+        else:
+            fill_turn(reply, game, state, seat, seats, always_view=True)
+        return reply
+
+    async def apply(self, identity: Identity, submission: Submission) -> Outcome:
+        """Apply one command of ``identity``'s, whether a SubmitCommand call or a Play
+        stream carries it: the same checks, pipeline and metrics, so the same outcome.
+        Refusals are raised (their counting is the caller's: :func:`count_refusal`)."""
         started = time.perf_counter()
-        label = _command_label(request)
-        # Refusals are counted and logged by _count_refused_command (see the decorator).
+        label = submission.body_name
         try:
-            identity = current_identity()
-            game_id = check_game_id(request.game_id)
-            if label == "none":
-                raise _invalid("the command carries no game's body")
-            if not identity.is_privileged and request.automatic:
+            if not identity.is_privileged and submission.automatic:
                 raise ServiceError(
                     grpc.StatusCode.PERMISSION_DENIED, Reason.ROLE_REQUIRED,
                     "only services mark commands automatic",
                 )
-            submission = Submission(
-                game_id=game_id,
-                command_id=request.command_id,
-                expected_seq=request.expected_seq if request.HasField("expected_seq") else None,
-                body_name=label,
-                body=getattr(request, label),
-                seat=request.seat if request.HasField("seat") else None,
-                automatic=request.automatic,
-            )
             outcome = await self.commands.submit(identity, submission)
-            seat = outcome.seat if not identity.is_privileged else submission.seat
-            game = outcome.snapshot.game
-            reply = game_pb2.SubmitCommandResponse(
-                events=[game.redact(entry.event, seat) for entry in outcome.entries],
-                seq=outcome.snapshot.seq,
-                duplicate=outcome.duplicate,
-                hashes=[entry.hash for entry in outcome.entries],
-                server_time_ms=self._clock(),
-            )
-            state = outcome.snapshot.state
-            seats = next_to_act(game, state)
-            if identity.is_privileged:
-                # Bots and timers read views by GetView when they need one: a view costs
-                # more than deciding the command, so their replies say whose turn it is only.
-                reply.turn.CopyFrom(turn_for(seats, seat))
-            else:
-                fill_turn(reply, game, state, seat, seats, always_view=True)
             result = "duplicate" if outcome.duplicate else "accepted"
             if not outcome.duplicate:
                 self.metrics.child(self.metrics.appended, label).inc(len(outcome.entries))
             self.metrics.child(self.metrics.commands, label, result).inc()
-            _log.debug("command", game_id=game_id, seq=outcome.snapshot.seq, outcome=result)
-            return reply
+            _log.debug("command", game_id=submission.game_id, seq=outcome.snapshot.seq,
+                       outcome=result)
+            return outcome
         finally:
             self.metrics.child(self.metrics.command_seconds, label).observe(
                 time.perf_counter() - started
@@ -387,17 +430,26 @@ class GameService(game_pb2_grpc.GameServiceServicer):
     async def Subscribe(
         self, request: game_pb2.SubscribeRequest, context: grpc.aio.ServicerContext
     ) -> AsyncGenerator[game_pb2.SubscribeResponse, None]:
-        identity = current_identity()
-        game_id = check_game_id(request.game_id)
+        async for response in self.watch(
+            current_identity(), request.game_id, request.after_seq,
+            request.seat if request.HasField("seat") else None,
+        ):
+            yield response
+
+    async def watch(
+        self, identity: Identity, game_id: str, after_seq: int, requested_seat: int | None
+    ) -> AsyncGenerator[game_pb2.SubscribeResponse, None]:
+        """The responses of a stream of ``identity``'s from ``after_seq`` on, as Subscribe
+        sends them (and a Play stream its events), ending after the match's final event."""
+        game_id = check_game_id(game_id)
         # Who watches, and as whom, from the cached state (a match's seats are fixed when it
         # is created), so that a spectator over the match's cap costs no store read.
-        seat = viewer_seat(await self.repository.get(game_id), identity,
-                           request.seat if request.HasField("seat") else None)
+        seat = viewer_seat(await self.repository.get(game_id), identity, requested_seat)
         await self._check_spectator(identity, game_id, seat)
         if seat is None:  # a spectator's stream: the match's and the process's share of them
             admit_spectator(f"game:{game_id}")
         snapshot = await self.repository.refresh(game_id)
-        if snapshot.is_over and request.after_seq >= snapshot.seq:
+        if snapshot.is_over and after_seq >= snapshot.seq:
             return
         # A seated player's stream: presence counts it, and it gives the seat back if a
         # bot stood in (services.game.control).
@@ -411,7 +463,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             # Streams of one game share its feed, and those of one projection its
             # responses (each redacted once): see services.game.streams.
             async for response in self.feeds.responses_after(
-                snapshot.game, snapshot.game_id, request.after_seq, seat,
+                snapshot.game, snapshot.game_id, after_seq, seat,
                 head_seq=snapshot.seq, head_state=snapshot.state,
             ):
                 yield response
@@ -419,6 +471,44 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             self.metrics.open_streams.dec()
             if seated_player and self.presence is not None:
                 self.presence.closed(snapshot.game_id, identity.player_id)
+
+    async def Play(
+        self, requests: AsyncIterator[game_pb2.PlayRequest], context: grpc.aio.ServicerContext
+    ) -> AsyncGenerator[game_pb2.PlayResponse, None]:
+        game_id = ""
+        try:
+            opening = await anext(requests, None)
+            if opening is None or opening.WhichOneof("kind") != "open":
+                raise _invalid("a Play stream opens with a PlayOpen message (the game, and "
+                               "the seq to resume after)")
+            game_id = opening.open.game_id
+            stream = PlayStream(
+                self, current_stream_caller(), context, opening.open,
+                queue_limit=self.play_queue_limit, heartbeat_seconds=self.heartbeat_seconds,
+                clock=self._clock,
+            )
+            async with contextlib.aclosing(stream.messages(requests)) as messages:
+                async for message in messages:
+                    yield message
+        except grpc.aio.AbortError:
+            raise  # ended already (a backlog the sender could not report)
+        except EndedWith as ended:
+            await context.abort_with_status(ended.status)
+        except Exception as exc:
+            # Logged with the game the stream opened, if it got so far.
+            await _end_with_failure(self, game_pb2.PlayOpen(game_id=game_id), context, exc)
+
+    def submission_of(
+        self, game_id: str, request: game_pb2.SubmitCommandRequest | game_pb2.PlayCommand,
+        seat: int | None,
+    ) -> Submission:
+        """:func:`submission_of` (for the Play stream, which holds the service only)."""
+        return submission_of(game_id, request, seat)
+
+    def count_refusal(self, label: str, game_id: str, expected_seq: int,
+                      code: grpc.StatusCode, reason: str) -> None:
+        """:func:`count_refusal` of this service."""
+        count_refusal(self, label, game_id, expected_seq, code, reason)
 
     @_rpc
     async def ControlSeat(

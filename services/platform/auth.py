@@ -279,14 +279,21 @@ class TokenCache:
 
         :raises AuthError: if the token is invalid or expired.
         """
+        return self.verified(token)[0]
+
+    def verified(self, token: str) -> tuple[Identity, int]:
+        """The identity ``token`` carries and when it expires (epoch seconds).
+
+        :raises AuthError: if the token is invalid or expired.
+        """
         hit = self._verified.get(token)
         if hit is not None and hit[1] > time.time():
-            return hit[0]
+            return hit
         identity, expires = self._check(token)
         if len(self._verified) >= self._max_size:
             self._verified.clear()  # rare; a cold cache only costs verifications
         self._verified[token] = (identity, expires)
-        return identity
+        return identity, expires
 
     def _check(self, token: str) -> tuple[Identity, int]:
         """Verify ``token`` (not cached): its identity and expiry (epoch seconds)."""
@@ -335,6 +342,8 @@ def denied(handler: grpc.RpcMethodHandler, error: AuthError) -> grpc.RpcMethodHa
 
     if handler.unary_stream is not None:
         return handler._replace(unary_stream=deny_stream)
+    if handler.stream_stream is not None:
+        return handler._replace(stream_stream=deny_stream)
     return handler._replace(unary_unary=deny)
 
 
@@ -394,6 +403,8 @@ def with_identity(
         return handler._replace(unary_unary=_wrap_unary(handler.unary_unary, identity))
     if handler.unary_stream is not None:
         return handler._replace(unary_stream=_wrap_stream(handler.unary_stream, identity))
+    if handler.stream_stream is not None:  # the request is then the stream of requests
+        return handler._replace(stream_stream=_wrap_stream(handler.stream_stream, identity))
     return handler
 
 
@@ -419,7 +430,16 @@ class TokenCheck:
         if token is None:
             raise AuthError("missing bearer token in 'authorization' metadata",
                             Reason.UNAUTHENTICATED)
-        identity = self._tokens.identity(token)
+        return self.check(token)[0]
+
+    def check(self, token: str) -> tuple[Identity, int]:
+        """The identity of a bearer ``token`` and its expiry (epoch seconds), refused as
+        :meth:`identify` refuses it (a stream's renewal is checked by this too).
+
+        :raises AuthError: for an invalid or expired token, a banned player, a revoked
+            session.
+        """
+        identity, expires = self._tokens.verified(token)
         # A ban first: it ends the player's sessions too, and says more (why, until when).
         if identity.role is Role.PLAYER and self._bans is not None:
             ban = self._bans.ban_of(identity.player_id)
@@ -430,4 +450,4 @@ class TokenCheck:
                 and self._revocations.is_revoked(identity.session_id)):
             raise AuthError("this token's session was signed out (or ended): sign in again",
                             Reason.SESSION_REVOKED)
-        return identity
+        return identity, expires

@@ -102,6 +102,9 @@ class Reason(StrEnum):
     refused until the ban ends or is lifted."""
     ACCOUNT_DELETED = "account_deleted"
     """The token's player deleted their account (or an operator erased it)."""
+    STREAM_BACKLOG = "stream_backlog"
+    """A bidirectional stream's client fell so far behind reading that the server stopped
+    queueing for it: open the stream again from the last seq received."""
 
 
 class ServiceError(Exception):
@@ -239,6 +242,15 @@ def rich_status(
     """A gRPC status whose details hold ``ErrorInfo(wire reason, domain="dast.dev",
     metadata)`` (:func:`wire_reason`), and ``RetryInfo`` when ``retry_after`` (seconds) is
     given."""
+    return rpc_status.to_status(rich_status_message(
+        code, reason, message, metadata=metadata, retry_after=retry_after))
+
+
+def rich_status_message(
+    code: grpc.StatusCode, reason: str, message: str, *,
+    metadata: Mapping[str, str] | None = None, retry_after: float | None = None,
+) -> status_pb2.Status:
+    """:func:`rich_status` as the ``google.rpc.Status`` message (one a reply can carry)."""
     name, extra = wire_reason(reason)
     info = error_details_pb2.ErrorInfo(
         reason=name, domain=DOMAIN, metadata={**(metadata or {}), **extra}
@@ -248,10 +260,7 @@ def rich_status(
         delay = duration_pb2.Duration()
         delay.FromNanoseconds(max(0, round(retry_after * 1e9)))
         details.append(_packed(error_details_pb2.RetryInfo(retry_delay=delay)))
-    status = status_pb2.Status(
-        code=getattr(code_pb2, code.name), message=message, details=details
-    )
-    return rpc_status.to_status(status)
+    return status_pb2.Status(code=getattr(code_pb2, code.name), message=message, details=details)
 
 
 def _packed(detail: Any) -> any_pb2.Any:
@@ -262,8 +271,14 @@ def _packed(detail: Any) -> any_pb2.Any:
 
 def status_for(error: ServiceError) -> grpc.Status:
     """The rich status answering ``error``."""
-    return rich_status(error.code, error.reason, error.message, metadata=error.metadata,
-                       retry_after=error.retry_after)
+    return rpc_status.to_status(status_message_for(error))
+
+
+def status_message_for(error: ServiceError) -> status_pb2.Status:
+    """:func:`status_for` as the ``google.rpc.Status`` message (what a reply carries when a
+    refusal does not end its call: a Play stream's outcome)."""
+    return rich_status_message(error.code, error.reason, error.message,
+                               metadata=error.metadata, retry_after=error.retry_after)
 
 
 async def abort_with(

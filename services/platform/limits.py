@@ -7,8 +7,8 @@ call through :class:`CallerLimiter` before the handler runs:
 - **calls per second**, a token bucket per caller and method (a burst of ``call_burst``,
   refilled at ``calls_per_second``), so a player flooding ``SubmitCommand`` slows only
   their own ``SubmitCommand`` calls;
-- **open streams** per player (``Subscribe``, ``WatchTable``, ``WatchStandings``), counted
-  while they run;
+- **open streams** per player (``Subscribe``, ``Play``, ``WatchTable``,
+  ``WatchStandings``), counted while they run;
 - **guest sign-ins** (the open methods of the dast API) per device id and per address, per
   minute;
 - **the process's budgets**: at most ``streams_per_process`` open streams and

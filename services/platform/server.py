@@ -22,9 +22,15 @@ Every call then passes the stages of :class:`DastInterceptor`, in this order:
 With a revocation list (:mod:`services.platform.revocations`), authentication refuses the
 tokens of ended sessions (UNAUTHENTICATED ``session_revoked``); with a ban list
 (:mod:`services.platform.bans`), the tokens of banned players (PERMISSION_DENIED
-``player_banned``). Every server stream of a session or a player is registered in
-:class:`~services.platform.revocations.SessionStreams` while it is open, so that it ends with
-that status as soon as its session is revoked or its player banned.
+``player_banned``). Every server stream of a session or a player (bidirectional ones too)
+is registered in :class:`~services.platform.revocations.SessionStreams` while it is open, so
+that it ends with that status as soon as its session is revoked or its player banned.
+
+A bidirectional stream (``GameService.Play``) passes the same stages once, when it opens;
+each message it carries is then checked by the request guard as a unary request is (one that
+does not parse, or carries a bad field, ends the stream with INVALID_ARGUMENT), and its
+handler gets a :class:`~services.platform.stream_caller.StreamCaller`: the opening token's
+expiry, renewal by a fresh token, and the per-caller limits of the commands it carries.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from services.platform.auth import (
     TokenCheck,
     TokenKeyRing,
     WrappedHandlers,
+    bearer_of,
     denied,
     with_identity,
 )
@@ -52,6 +59,7 @@ from services.platform.errors import Reason, ServiceError, abort_with
 from services.platform.limits import CallerLimiter, CallerLimits
 from services.platform.reflection import enable_server_reflection
 from services.platform.revocations import Revocations, SessionStreams
+from services.platform.stream_caller import StreamCaller, serving
 from services.platform.validation import request_problem
 
 KEEPALIVE_OPTIONS: Final[tuple[tuple[str, int], ...]] = (
@@ -145,12 +153,16 @@ def _guarded(handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandl
                 await abort_with(context, exc, method=method)
 
         return handler._replace(request_deserializer=deserialize, unary_unary=unary)
-    if handler.unary_stream is not None:
-        stream_behavior = handler.unary_stream
+    stream_behavior = handler.unary_stream or handler.stream_stream
+    if stream_behavior is not None:
+        bidirectional = handler.stream_stream is not None
 
         async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             try:
-                await _refuse_request(context, request, method)
+                if bidirectional:  # the request is the stream of requests: each is checked
+                    request = _checked(request, method)
+                else:
+                    await _refuse_request(context, request, method)
                 async for response in stream_behavior(request, context):
                     yield response
             except _PASSING:
@@ -158,8 +170,22 @@ def _guarded(handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandl
             except Exception as exc:
                 await abort_with(context, exc, method=method)
 
-        return handler._replace(request_deserializer=deserialize, unary_stream=stream)
-    return handler  # client or bidirectional streaming: the dast API has none
+        return _streaming(handler._replace(request_deserializer=deserialize), stream)
+    return handler  # client streaming: the dast API has none
+
+
+async def _checked(requests: AsyncIterator[Any], method: str) -> AsyncIterator[Any]:
+    """A bidirectional stream's requests, each checked as a unary call's request is: one
+    that does not parse or carries a bad field raises its INVALID_ARGUMENT, which ends the
+    stream (a client's bug, not a refusal a handler answers and goes on)."""
+    async for request in requests:
+        if request is _MALFORMED:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, Reason.MALFORMED_REQUEST,
+                               f"{method}: a message does not parse")
+        problem = request_problem(request)
+        if problem is not None:
+            raise problem
+        yield request
 
 
 def _address(context: grpc.aio.ServicerContext, limiter: CallerLimiter) -> str:
@@ -200,8 +226,9 @@ def _limited(
                 limiter.leave_call(address)
 
         return handler._replace(unary_unary=unary)
-    if handler.unary_stream is not None:
-        stream_behavior = handler.unary_stream
+    stream_behavior = handler.unary_stream or handler.stream_stream
+    if stream_behavior is not None:
+        # A bidirectional stream's request is its stream of requests: the same wrapper.
 
         async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             ticket = None
@@ -223,8 +250,15 @@ def _limited(
             finally:
                 ticket.close()
 
-        return handler._replace(unary_stream=stream)
+        return _streaming(handler, stream)
     return handler
+
+
+def _streaming(handler: grpc.RpcMethodHandler, behavior: Any) -> grpc.RpcMethodHandler:
+    """``handler`` with ``behavior`` in place of its server or bidirectional stream."""
+    if handler.unary_stream is not None:
+        return handler._replace(unary_stream=behavior)
+    return handler._replace(stream_stream=behavior)
 
 
 def _limited_open(
@@ -256,8 +290,8 @@ def _ended_with(handler: grpc.RpcMethodHandler, keys: tuple[str, ...],
                 streams: SessionStreams) -> grpc.RpcMethodHandler:
     """``handler``'s server streams registered in ``streams`` under ``keys`` (the caller's
     session, the player) while open, ending with the status they are ended with (a revoked
-    session's, a ban's)."""
-    behavior = handler.unary_stream
+    session's, a ban's); bidirectional streams alike."""
+    behavior = handler.unary_stream or handler.stream_stream
     if behavior is None:
         return handler
 
@@ -281,7 +315,30 @@ def _ended_with(handler: grpc.RpcMethodHandler, keys: tuple[str, ...],
         if entry.ended_with is not None:
             await context.abort_with_status(entry.ended_with)
 
-    return handler._replace(unary_stream=stream)
+    return _streaming(handler, stream)
+
+
+def _with_stream_caller(handler: grpc.RpcMethodHandler, identity: Identity, auth: TokenCheck,
+                        limiter: CallerLimiter) -> grpc.RpcMethodHandler:
+    """``handler``'s bidirectional streams served with their
+    :class:`~services.platform.stream_caller.StreamCaller`: the opening token's expiry (read
+    per call: the wrapped handler is shared by every token of ``identity``), its renewal by
+    ``auth``, the commands they carry admitted by ``limiter``."""
+    behavior = handler.stream_stream
+    if behavior is None:
+        return handler
+
+    async def bidi(requests: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        token = bearer_of(context.invocation_metadata())
+        try:  # the interceptor checked this very token an instant ago
+            expires = float(auth.check(token)[1]) if token is not None else 0.0
+        except AuthError:
+            expires = 0.0  # it expired (or was revoked) since: the stream ends at once
+        serving(StreamCaller(identity, expires, auth.check, limiter.admit_call))
+        async for response in behavior(requests, context):
+            yield response
+
+    return handler._replace(stream_stream=bidi)
 
 
 def player_streams_key(player_id: str) -> str:
@@ -332,7 +389,8 @@ class DastInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             admitted = (_limited_open(guarded, self.limiter)
                         if method.startswith(_DAST_METHODS) else guarded)
         else:
-            admitted = with_identity(_limited(guarded, method, identity, self.limiter), identity)
+            served = _with_stream_caller(guarded, identity, self._auth, self.limiter)
+            admitted = with_identity(_limited(served, method, identity, self.limiter), identity)
             keys = self._stream_keys(identity)
             if keys and self.session_streams is not None:
                 admitted = _ended_with(admitted, keys, self.session_streams)

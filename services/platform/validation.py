@@ -35,10 +35,12 @@ MAX_ID_CHARS: Final = 128
 """Longest id any request may carry (game and command ids are shorter in practice)."""
 MAX_TEXT_CHARS: Final = 256
 """Longest free-text string any request may carry (display names are cut shorter)."""
-LONG_TEXT_FIELDS: Final = {"id_token": 16 * 1024, "page_token": 1024}
+LONG_TEXT_FIELDS: Final = {"id_token": 16 * 1024, "access_token": 4 * 1024,
+                           "page_token": 1024}
 """Free-text fields allowed longer than :data:`MAX_TEXT_CHARS`, by field name, and their
-limit (an identity provider's ID token is one or two kilobytes; a page token names the row it
-continues after, whose id may be 128 characters of up to 4 bytes each)."""
+limit (an identity provider's ID token is one or two kilobytes, a dast access token a few
+hundred bytes; a page token names the row it continues after, whose id may be 128
+characters of up to 4 bytes each)."""
 MAX_BYTES: Final = 1024
 """Longest bytes field any request may carry (seeds have 32 bytes)."""
 DISPLAY_NAME_CHARS: Final = 32

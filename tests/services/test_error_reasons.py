@@ -772,6 +772,29 @@ async def _guest_already_moved(api: Api) -> object:
     return reply
 
 
+@trigger("stream_backlog")
+async def _stream_backlog(api: Api) -> object:
+    # A client that sends and never reads, on a channel whose receive window stays 64 kB:
+    # the server's answers (renewals acknowledged) fill the window, then its queue.
+    game_id = await api.hokm_game()
+    fresh = token("p0")
+    renewal = game_pb2.PlayRequest(renewal=game_pb2.PlayRenewal(access_token=fresh))
+
+    def requests() -> Iterator[game_pb2.PlayRequest]:
+        yield game_pb2.PlayRequest(open=game_pb2.PlayOpen(game_id=game_id))
+        for _ in range(5_000):  # some 2,500 acknowledgements fill the window
+            yield renewal
+
+    async with grpc.aio.insecure_channel(
+            api.run.address, options=[("grpc.http2.bdp_probe", 0)]) as channel:
+        call = game_pb2_grpc.GameServiceStub(channel).Play(
+            requests(), metadata=(("authorization", f"Bearer {fresh}"),))
+        await asyncio.sleep(3)  # read nothing while the server takes the requests
+        while await call.read() is not grpc.aio.EOF:
+            pass  # then what the window held, and the status the stream ended with
+    raise AssertionError("a client that never read kept its stream")
+
+
 @trigger("session_revoked")
 async def _session_revoked(api: Api) -> object:
     signed_in = await _accounts(api).SignInGuest(

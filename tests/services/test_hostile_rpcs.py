@@ -30,6 +30,7 @@ from typing import Any, Final
 import grpc
 import pytest
 from google.protobuf.descriptor import MethodDescriptor
+from google.protobuf.message import DecodeError
 from google.protobuf.message_factory import GetMessageClass
 from hypothesis import HealthCheck, given, settings
 from sqlalchemy import create_engine, text
@@ -53,6 +54,7 @@ from tests.support.hostile import (
     garbage_payloads,
     reply_problem,
     send,
+    unframed,
 )
 from tests.support.tokens import TEST_KEYS, stranger_token
 from tests.support.tokens import token as signed_token
@@ -67,7 +69,7 @@ OPEN_METHODS: Final = frozenset({"SignInGuest", "SignInWithIdToken", "Refresh"})
 """The methods a call without a token may reach (they hand out tokens)."""
 CHANGING: Final = frozenset({"CreateGame", "SubmitCommand", "StartGame", "Rematch",
                              "QuickMatch", "ControlSeat", "LeaveTable", "JoinTable",
-                             "Subscribe"})
+                             "Subscribe", "Play"})
 """The methods that may append to a game (create one, or act in one; a seat handed to a bot
 or back is an event too: leaving or joining a playing table, or a seated player's stream)."""
 
@@ -164,10 +166,21 @@ def judge(world: World, method: MethodDescriptor, payload: bytes, token_name: st
     where = f"{method.name} with token {token_name}, request {payload[:80]!r}"
     problem = reply_problem(code, payload, error)
     assert problem is None, f"{where}: {problem}"
-    if error is None and method.name in CHANGING:
-        request = GetMessageClass(method.input_type).FromString(payload)
+    # A bidirectional stream may have applied commands before a later message ended it with
+    # an error: its requests count whatever its status.
+    if method.name in CHANGING and (error is None or method.client_streaming):
+        request_class = GetMessageClass(method.input_type)
+        if method.client_streaming:  # the requests that parse (the stream ends at the first
+            requests = []            # that does not, after those before it were served)
+            for raw in unframed(payload):
+                try:
+                    requests.append(request_class.FromString(raw))
+                except DecodeError:
+                    break
+        else:
+            requests = [request_class.FromString(payload)]
         reply_class = GetMessageClass(method.output_type)
-        for message in (request, *(reply_class.FromString(raw) for raw in replies)):
+        for message in (*requests, *(reply_class.FromString(raw) for raw in replies)):
             world.changed_by_calls |= game_ids_in(message)
 
 

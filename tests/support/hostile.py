@@ -5,7 +5,9 @@ suite (the same calls while the whole system is loaded and broken). Messages com
 descriptors, so a new RPC or field is covered without touching this module: strings with
 NUL, control, format and direction-override characters, strings past any limit, raw and
 invalid-UTF-8 bytes, unknown enum values, empty oneofs, and raw garbage instead of a
-message, with valid, expired, forged and missing tokens.
+message, with valid, expired, forged and missing tokens. A bidirectional method is sent a
+sequence of such messages (:func:`framed`), so its every message after the first is fuzzed
+too.
 """
 
 from __future__ import annotations
@@ -143,17 +145,49 @@ def messages(descriptor: Descriptor, ids: Sequence[str], depth: int = 0
     return st.fixed_dictionaries({}, optional=optional).map(build)
 
 
+_LENGTH: Final = 4
+"""Bytes of the big-endian length before each message of a :func:`framed` payload."""
+
+
+def framed(requests: Sequence[bytes]) -> bytes:
+    """A bidirectional call's requests as one payload (what :func:`calls` draws and
+    :func:`send` sends, as for every other method): each message after its length."""
+    return b"".join(len(raw).to_bytes(_LENGTH, "big") + raw for raw in requests)
+
+
+def unframed(payload: bytes) -> list[bytes]:
+    """The requests of a :func:`framed` payload; bytes that are no such framing (raw garbage,
+    a fixed worst case) are one request."""
+    requests, at = [], 0
+    while at + _LENGTH <= len(payload):
+        size = int.from_bytes(payload[at:at + _LENGTH], "big")
+        if at + _LENGTH + size > len(payload):
+            break
+        requests.append(payload[at + _LENGTH:at + _LENGTH + size])
+        at += _LENGTH + size
+    return requests if requests and at == len(payload) else [payload]
+
+
+def _request(draw: st.DrawFn, method: MethodDescriptor, ids: Sequence[str]) -> bytes:
+    """One request message of ``method``: a random message, or raw garbage."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(st.one_of(st.binary(max_size=64), st.just(b"\xff" * 9)))
+    return draw(messages(method.input_type, ids)).SerializeToString()
+
+
 @st.composite
 def calls(
     draw: st.DrawFn, methods: Sequence[MethodDescriptor], ids: Sequence[str],
     token_names: Sequence[str],
 ) -> tuple[MethodDescriptor, bytes, str]:
-    """A method, the bytes of its request (a random message, or raw garbage), a token."""
+    """A method, the bytes of its request (a random message, or raw garbage; a bidirectional
+    method's, a :func:`framed` sequence of them), a token."""
     method = draw(st.sampled_from(methods))
-    if draw(st.integers(0, 9)) == 0:
-        payload = draw(st.one_of(st.binary(max_size=64), st.just(b"\xff" * 9)))
+    if method.client_streaming:
+        payload = framed([_request(draw, method, ids)
+                          for _ in range(draw(st.integers(1, 5)))])
     else:
-        payload = draw(messages(method.input_type, ids)).SerializeToString()
+        payload = _request(draw, method, ids)
     valid = [name for name in token_names if name in VALID_TOKENS]
     token = draw(st.one_of(st.sampled_from(valid), st.sampled_from(valid),
                            st.sampled_from(token_names)))
@@ -177,7 +211,9 @@ async def send(channel: grpc.aio.Channel, method: MethodDescriptor, payload: byt
     metadata = () if token is None else (("authorization", f"Bearer {token}"),)
     replies: list[bytes] = []
     try:
-        if method.server_streaming:
+        if method.client_streaming:
+            await _bidirectional(channel, method, unframed(payload), metadata, replies)
+        elif method.server_streaming:
             call = channel.unary_stream(rpc_path(method))(payload, metadata=metadata)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(STREAM_WAIT_SECONDS):
@@ -190,6 +226,63 @@ async def send(channel: grpc.aio.Channel, method: MethodDescriptor, payload: byt
     except grpc.aio.AioRpcError as error:
         return error.code(), replies, error
     return grpc.StatusCode.OK, replies, None
+
+
+OPENING_WAIT_SECONDS: Final = 0.2
+"""How long a bidirectional call waits, before writing its first request, for a server that
+ends it without one (a missing or refused token)."""
+ANSWER_WAIT_SECONDS: Final = 0.5
+"""How long it waits after each request for the server's answer to it (a reply, or the end
+of the call) before it writes the next."""
+
+
+async def _bidirectional(channel: grpc.aio.Channel, method: MethodDescriptor,
+                         requests: list[bytes], metadata: Any, replies: list[bytes]) -> None:
+    """Write ``requests`` to a call of ``method`` one by one while reading its replies into
+    ``replies``, for :data:`STREAM_WAIT_SECONDS` after the last.
+
+    The client writes nothing once the server may have ended the call: grpc.aio reports a
+    write that meets a call the server has just ended as the client's own INTERNAL
+    ("Internal error from Core") in place of the server's status. So it writes each request
+    only when the server has answered the one before (or said nothing for a while).
+
+    :raises grpc.aio.AioRpcError: the status the call ended with.
+    """
+    call = channel.stream_stream(rpc_path(method))(metadata=metadata)
+    answered = asyncio.Event()
+
+    async def read() -> None:
+        async for reply in call:
+            replies.append(reply)
+            answered.set()
+
+    async def settled(seconds: float) -> None:
+        """Return once the call ended or answered, or after ``seconds``."""
+        waiting = asyncio.ensure_future(answered.wait())
+        await asyncio.wait({reading, waiting}, timeout=seconds,
+                           return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+
+    reading = asyncio.ensure_future(read())
+    try:
+        for index, raw in enumerate(requests):
+            await settled(OPENING_WAIT_SECONDS if index == 0 else ANSWER_WAIT_SECONDS)
+            if reading.done():
+                break
+            answered.clear()
+            await call.write(raw)
+        await settled(ANSWER_WAIT_SECONDS)
+        if not reading.done():
+            await call.done_writing()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(reading), STREAM_WAIT_SECONDS)
+        if reading.done():
+            reading.result()  # raises the status the call ended with
+    finally:
+        call.cancel()
+        reading.cancel()
+        with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
+            await reading
 
 
 def reply_problem(code: grpc.StatusCode, payload: bytes,

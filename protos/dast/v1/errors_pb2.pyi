@@ -156,6 +156,11 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     """UNAUTHENTICATED: the token's player deleted their account (or an operator erased it).
     The app: forget the account's tokens and device secret; a new sign-in is a new player.
     """
+    ERROR_REASON_STREAM_BACKLOG: _ErrorReason.ValueType  # 28
+    """RESOURCE_EXHAUSTED: a Play stream's client stopped reading long enough for the server's
+    queue of its messages to fill; the stream ended. The app: open Play again with the last
+    seq received as after_seq and resend the commands whose outcome did not arrive.
+    """
     ERROR_REASON_TABLE_NOT_FOUND: _ErrorReason.ValueType  # 100
     """---- The lobby (services/lobby/reasons.py LobbyReason) ----
     NOT_FOUND: no table has that id or invite code. The app: refresh the table list.
@@ -638,6 +643,11 @@ The app: show the reason and when the ban ends; do not retry before then.
 ERROR_REASON_ACCOUNT_DELETED: ErrorReason.ValueType  # 27
 """UNAUTHENTICATED: the token's player deleted their account (or an operator erased it).
 The app: forget the account's tokens and device secret; a new sign-in is a new player.
+"""
+ERROR_REASON_STREAM_BACKLOG: ErrorReason.ValueType  # 28
+"""RESOURCE_EXHAUSTED: a Play stream's client stopped reading long enough for the server's
+queue of its messages to fill; the stream ended. The app: open Play again with the last
+seq received as after_seq and resend the commands whose outcome did not arrive.
 """
 ERROR_REASON_TABLE_NOT_FOUND: ErrorReason.ValueType  # 100
 """---- The lobby (services/lobby/reasons.py LobbyReason) ----

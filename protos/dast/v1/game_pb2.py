@@ -27,45 +27,64 @@ from dast.v1 import hand_pb2 as dast_dot_v1_dot_hand__pb2
 from dast.v1 import hokm_pb2 as dast_dot_v1_dot_hokm__pb2
 from dast.v1 import log_pb2 as dast_dot_v1_dot_log__pb2
 from google.protobuf import any_pb2 as google_dot_protobuf_dot_any__pb2
+from google.rpc import status_pb2 as google_dot_rpc_dot_status__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12\x64\x61st/v1/game.proto\x12\x07\x64\x61st.v1\x1a\x14\x64\x61st/v1/common.proto\x1a\x12\x64\x61st/v1/hand.proto\x1a\x12\x64\x61st/v1/hokm.proto\x1a\x11\x64\x61st/v1/log.proto\x1a\x19google/protobuf/any.proto\"\xb1\x02\n\x11\x43reateGameRequest\x12$\n\tgame_type\x18\x01 \x01(\x0e\x32\x11.dast.v1.GameType\x12\"\n\x04hokm\x18\x02 \x01(\x0b\x32\x12.dast.v1.HokmRulesH\x00\x12\"\n\x04hand\x18\x03 \x01(\x0b\x32\x12.dast.v1.HandRulesH\x00\x12%\n\x05other\x18\x0f \x01(\x0b\x32\x14.google.protobuf.AnyH\x00\x12 \n\x07players\x18\x04 \x03(\x0b\x32\x0f.dast.v1.Player\x12\x0f\n\x07game_id\x18\x05 \x01(\t\x12\x13\n\x0bserver_seed\x18\x06 \x01(\x0c\x12\x1f\n\x12spectators_allowed\x18\x07 \x01(\x08H\x01\x88\x01\x01\x42\x07\n\x05rulesB\x15\n\x13_spectators_allowed\"j\n\x12\x43reateGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x1e\n\x16server_seed_commitment\x18\x02 \x01(\x0c\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12\x16\n\x0eserver_time_ms\x18\x04 \x01(\x03\".\n\x04Turn\x12\x13\n\x0bnext_to_act\x18\x01 \x03(\r\x12\x11\n\tyour_turn\x18\x02 \x01(\x08\"\x94\x02\n\x14SubmitCommandRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x12\n\ncommand_id\x18\x02 \x01(\t\x12\x19\n\x0c\x65xpected_seq\x18\x03 \x01(\x04H\x01\x88\x01\x01\x12$\n\x04hokm\x18\x04 \x01(\x0b\x32\x14.dast.v1.HokmCommandH\x00\x12$\n\x04hand\x18\x05 \x01(\x0b\x32\x14.dast.v1.HandCommandH\x00\x12%\n\x05other\x18\x0f \x01(\x0b\x32\x14.google.protobuf.AnyH\x00\x12\x11\n\x04seat\x18\x06 \x01(\rH\x02\x88\x01\x01\x12\x11\n\tautomatic\x18\x07 \x01(\x08\x42\t\n\x07\x63ommandB\x0f\n\r_expected_seqB\x07\n\x05_seat\"\x91\x02\n\x15SubmitCommandResponse\x12\x1e\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x0e.dast.v1.Event\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\x11\n\tduplicate\x18\x03 \x01(\x08\x12\x0e\n\x06hashes\x18\x04 \x03(\x0c\x12\x1b\n\x04turn\x18\x05 \x01(\x0b\x32\r.dast.v1.Turn\x12!\n\x04hokm\x18\x06 \x01(\x0b\x32\x11.dast.v1.HokmViewH\x00\x12!\n\x04hand\x18\x07 \x01(\x0b\x32\x11.dast.v1.HandViewH\x00\x12%\n\x05other\x18\x0f \x01(\x0b\x32\x14.google.protobuf.AnyH\x00\x12\x16\n\x0eserver_time_ms\x18\x08 \x01(\x03\x42\x06\n\x04view\"=\n\x0eGetViewRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\rH\x00\x88\x01\x01\x42\x07\n\x05_seat\"\xf4\x01\n\x0fGetViewResponse\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12!\n\x04hokm\x18\x02 \x01(\x0b\x32\x11.dast.v1.HokmViewH\x00\x12!\n\x04hand\x18\x03 \x01(\x0b\x32\x11.dast.v1.HandViewH\x00\x12%\n\x05other\x18\x0f \x01(\x0b\x32\x14.google.protobuf.AnyH\x00\x12*\n\x0cseat_control\x18\x04 \x03(\x0b\x32\x14.dast.v1.SeatControl\x12\x1b\n\x04turn\x18\x05 \x01(\x0b\x32\r.dast.v1.Turn\x12\x16\n\x0eserver_time_ms\x18\x06 \x01(\x03\x42\x06\n\x04view\"R\n\x10SubscribeRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\tafter_seq\x18\x02 \x01(\x04\x12\x11\n\x04seat\x18\x03 \x01(\rH\x00\x88\x01\x01\x42\x07\n\x05_seat\"\xea\x01\n\x11SubscribeResponse\x12\x1d\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x0e.dast.v1.Event\x12\x0c\n\x04hash\x18\x02 \x01(\x0c\x12\x1b\n\x04turn\x18\x03 \x01(\x0b\x32\r.dast.v1.Turn\x12!\n\x04hokm\x18\x04 \x01(\x0b\x32\x11.dast.v1.HokmViewH\x00\x12!\n\x04hand\x18\x05 \x01(\x0b\x32\x11.dast.v1.HandViewH\x00\x12%\n\x05other\x18\x0f \x01(\x0b\x32\x14.google.protobuf.AnyH\x00\x12\x16\n\x0eserver_time_ms\x18\x06 \x01(\x03\x42\x06\n\x04view\"#\n\x10\x45xportLogRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"}\n\x11\x45xportLogResponse\x12$\n\tgame_type\x18\x01 \x01(\x0e\x32\x11.dast.v1.GameType\x12\"\n\x07\x65ntries\x18\x02 \x03(\x0b\x32\x11.dast.v1.LogEntry\x12\x1e\n\x04seal\x18\x03 \x01(\x0b\x32\x10.dast.v1.LogSeal\"\x16\n\x14GetSigningKeyRequest\">\n\x15GetSigningKeyResponse\x12\x12\n\npublic_key\x18\x01 \x01(\x0c\x12\x11\n\talgorithm\x18\x02 \x01(\t\"\xab\x01\n\x12\x43ontrolSeatRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x0b\n\x03\x62ot\x18\x03 \x01(\x08\x12\x11\n\tbot_level\x18\x04 \x01(\t\x12*\n\x06reason\x18\x05 \x01(\x0e\x32\x1a.dast.v1.SeatControlReason\x12\x19\n\x0c\x65xpected_seq\x18\x06 \x01(\x04H\x00\x88\x01\x01\x42\x0f\n\r_expected_seq\"x\n\x13\x43ontrolSeatResponse\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\x0f\n\x07\x63hanged\x18\x02 \x01(\x08\x12\x1d\n\x05\x65vent\x18\x03 \x01(\x0b\x32\x0e.dast.v1.Event\x12\x0c\n\x04hash\x18\x04 \x01(\x0c\x12\x16\n\x0eserver_time_ms\x18\x05 \x01(\x03\x32\x86\x04\n\x0bGameService\x12\x45\n\nCreateGame\x12\x1a.dast.v1.CreateGameRequest\x1a\x1b.dast.v1.CreateGameResponse\x12N\n\rSubmitCommand\x12\x1d.dast.v1.SubmitCommandRequest\x1a\x1e.dast.v1.SubmitCommandResponse\x12<\n\x07GetView\x12\x17.dast.v1.GetViewRequest\x1a\x18.dast.v1.GetViewResponse\x12\x44\n\tSubscribe\x12\x19.dast.v1.SubscribeRequest\x1a\x1a.dast.v1.SubscribeResponse0\x01\x12\x42\n\tExportLog\x12\x19.dast.v1.ExportLogRequest\x1a\x1a.dast.v1.ExportLogResponse\x12N\n\rGetSigningKey\x12\x1d.dast.v1.GetSigningKeyRequest\x1a\x1e.dast.v1.GetSigningKeyResponse\x12H\n\x0b\x43ontrolSeat\x12\x1b.dast.v1.ControlSeatRequest\x1a\x1c.dast.v1.ControlSeatResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12\x64\x61st/v1/game.proto\x12\x07\x64\x61st.v1\x1a\x14\x64\x61st/v1/common.proto\x1a\x12\x64\x61st/v1/hand.proto\x1a\x12\x64\x61st/v1/hokm.proto\x1a\x11\x64\x61st/v1/log.proto\x1a\x19google/protobuf/any.proto\x1a\x17google/rpc/status.proto\"\xb1\x02\n\x11\x43reateGameRequest\x12$\n\tgame_type\x18\x01 \x01(\x0e\x32\x11.dast.v1.GameType\x12\"\n\x04hokm\x18\x02 \x01(\x0b\x32\x12.dast.v1.HokmRulesH\x00\x12\"\n\x04hand\x18\x03 \x01(\x0b\x32\x12.dast.v1.HandRulesH\x00\x12%\n\x05other\x18\x0f \x01(\x0b\x32\x14.google.protobuf.AnyH\x00\x12 \n\x07players\x18\x04 \x03(\x0b\x32\x0f.dast.v1.Player\x12\x0f\n\x07game_id\x18\x05 \x01(\t\x12\x13\n\x0bserver_seed\x18\x06 \x01(\x0c\x12\x1f\n\x12spectators_allowed\x18\x07 \x01(\x08H\x01\x88\x01\x01\x42\x07\n\x05rulesB\x15\n\x13_spectators_allowed\"j\n\x12\x43reateGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x1e\n\x16server_seed_commitment\x18\x02 \x01(\x0c\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12\x16\n\x0eserver_time_ms\x18\x04 \x01(\x03\".\n\x04Turn\x12\x13\n\x0bnext_to_act\x18\x01 \x03(\r\x12\x11\n\tyour_turn\x18\x02 \x01(\x08\"\x94\x02\n\x14SubmitCommandRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x12\n\ncommand_id\x18\x02 \x01(\t\x12\x19\n\x0c\x65xpected_seq\x18\x03 \x01(\x04H\x01\x88\x01\x01\x12$\n\x04hokm\x18\x04 \x01(\x0b\x32\x14.dast.v1.HokmCommandH\x00\x12$\n\x04hand\x18\x05 \x01(\x0b\x32\x14.dast.v1.HandCommandH\x00\x12%\n\x05other\x18\x0f \x01(\x0b\x32\x14.google.protobuf.AnyH\x00\x12\x11\n\x04seat\x18\x06 \x01(\rH\x02\x88\x01\x01\x12\x11\n\tautomatic\x18\x07 \x01(\x08\x42\t\n\x07\x63ommandB\x0f\n\r_expected_seqB\x07\n\x05_seat\"\x91\x02\n\x15SubmitCommandResponse\x12\x1e\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x0e.dast.v1.Event\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\x11\n\tduplicate\x18\x03 \x01(\x08\x12\x0e\n\x06hashes\x18\x04 \x03(\x0c\x12\x1b\n\x04turn\x18\x05 \x01(\x0b\x32\r.dast.v1.Turn\x12!\n\x04hokm\x18\x06 \x01(\x0b\x32\x11.dast.v1.HokmViewH\x00\x12!\n\x04hand\x18\x07 \x01(\x0b\x32\x11.dast.v1.HandViewH\x00\x12%\n\x05other\x18\x0f \x01(\x0b\x32\x14.google.protobuf.AnyH\x00\x12\x16\n\x0eserver_time_ms\x18\x08 \x01(\x03\x42\x06\n\x04view\"=\n\x0eGetViewRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\rH\x00\x88\x01\x01\x42\x07\n\x05_seat\"\xf4\x01\n\x0fGetViewResponse\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12!\n\x04hokm\x18\x02 \x01(\x0b\x32\x11.dast.v1.HokmViewH\x00\x12!\n\x04hand\x18\x03 \x01(\x0b\x32\x11.dast.v1.HandViewH\x00\x12%\n\x05other\x18\x0f \x01(\x0b\x32\x14.google.protobuf.AnyH\x00\x12*\n\x0cseat_control\x18\x04 \x03(\x0b\x32\x14.dast.v1.SeatControl\x12\x1b\n\x04turn\x18\x05 \x01(\x0b\x32\r.dast.v1.Turn\x12\x16\n\x0eserver_time_ms\x18\x06 \x01(\x03\x42\x06\n\x04view\"R\n\x10SubscribeRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\tafter_seq\x18\x02 \x01(\x04\x12\x11\n\x04seat\x18\x03 \x01(\rH\x00\x88\x01\x01\x42\x07\n\x05_seat\"\xea\x01\n\x11SubscribeResponse\x12\x1d\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x0e.dast.v1.Event\x12\x0c\n\x04hash\x18\x02 \x01(\x0c\x12\x1b\n\x04turn\x18\x03 \x01(\x0b\x32\r.dast.v1.Turn\x12!\n\x04hokm\x18\x04 \x01(\x0b\x32\x11.dast.v1.HokmViewH\x00\x12!\n\x04hand\x18\x05 \x01(\x0b\x32\x11.dast.v1.HandViewH\x00\x12%\n\x05other\x18\x0f \x01(\x0b\x32\x14.google.protobuf.AnyH\x00\x12\x16\n\x0eserver_time_ms\x18\x06 \x01(\x03\x42\x06\n\x04view\"#\n\x10\x45xportLogRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"}\n\x11\x45xportLogResponse\x12$\n\tgame_type\x18\x01 \x01(\x0e\x32\x11.dast.v1.GameType\x12\"\n\x07\x65ntries\x18\x02 \x03(\x0b\x32\x11.dast.v1.LogEntry\x12\x1e\n\x04seal\x18\x03 \x01(\x0b\x32\x10.dast.v1.LogSeal\"\x16\n\x14GetSigningKeyRequest\">\n\x15GetSigningKeyResponse\x12\x12\n\npublic_key\x18\x01 \x01(\x0c\x12\x11\n\talgorithm\x18\x02 \x01(\t\"\xab\x01\n\x12\x43ontrolSeatRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x0b\n\x03\x62ot\x18\x03 \x01(\x08\x12\x11\n\tbot_level\x18\x04 \x01(\t\x12*\n\x06reason\x18\x05 \x01(\x0e\x32\x1a.dast.v1.SeatControlReason\x12\x19\n\x0c\x65xpected_seq\x18\x06 \x01(\x04H\x00\x88\x01\x01\x42\x0f\n\r_expected_seq\"x\n\x13\x43ontrolSeatResponse\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\x0f\n\x07\x63hanged\x18\x02 \x01(\x08\x12\x1d\n\x05\x65vent\x18\x03 \x01(\x0b\x32\x0e.dast.v1.Event\x12\x0c\n\x04hash\x18\x04 \x01(\x0c\x12\x16\n\x0eserver_time_ms\x18\x05 \x01(\x03\"\xad\x01\n\x0bPlayRequest\x12!\n\x04open\x18\x01 \x01(\x0b\x32\x11.dast.v1.PlayOpenH\x00\x12\'\n\x07\x63ommand\x18\x02 \x01(\x0b\x32\x14.dast.v1.PlayCommandH\x00\x12\'\n\x07renewal\x18\x03 \x01(\x0b\x32\x14.dast.v1.PlayRenewalH\x00\x12!\n\x04ping\x18\x04 \x01(\x0b\x32\x11.dast.v1.PlayPingH\x00\x42\x06\n\x04kind\"J\n\x08PlayOpen\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\tafter_seq\x18\x02 \x01(\x04\x12\x11\n\x04seat\x18\x03 \x01(\rH\x00\x88\x01\x01\x42\x07\n\x05_seat\"\xde\x01\n\x0bPlayCommand\x12\x12\n\ncommand_id\x18\x01 \x01(\t\x12\x19\n\x0c\x65xpected_seq\x18\x02 \x01(\x04H\x01\x88\x01\x01\x12$\n\x04hokm\x18\x03 \x01(\x0b\x32\x14.dast.v1.HokmCommandH\x00\x12$\n\x04hand\x18\x04 \x01(\x0b\x32\x14.dast.v1.HandCommandH\x00\x12%\n\x05other\x18\x0f \x01(\x0b\x32\x14.google.protobuf.AnyH\x00\x12\x11\n\tautomatic\x18\x05 \x01(\x08\x42\t\n\x07\x63ommandB\x0f\n\r_expected_seq\"#\n\x0bPlayRenewal\x12\x14\n\x0c\x61\x63\x63\x65ss_token\x18\x01 \x01(\t\"\x1b\n\x08PlayPing\x12\x0f\n\x07ping_id\x18\x01 \x01(\x04\"\xc2\x01\n\x0cPlayResponse\x12+\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x1a.dast.v1.SubscribeResponseH\x00\x12\'\n\x07outcome\x18\x02 \x01(\x0b\x32\x14.dast.v1.PlayOutcomeH\x00\x12+\n\theartbeat\x18\x03 \x01(\x0b\x32\x16.dast.v1.PlayHeartbeatH\x00\x12\'\n\x07renewed\x18\x04 \x01(\x0b\x32\x14.dast.v1.PlayRenewedH\x00\x42\x06\n\x04kind\"\x95\x01\n\x0bPlayOutcome\x12\x12\n\ncommand_id\x18\x01 \x01(\t\x12\"\n\x06status\x18\x02 \x01(\x0b\x32\x12.google.rpc.Status\x12\x11\n\tfirst_seq\x18\x03 \x01(\x04\x12\x10\n\x08last_seq\x18\x04 \x01(\x04\x12\x11\n\tduplicate\x18\x05 \x01(\x08\x12\x16\n\x0eserver_time_ms\x18\x06 \x01(\x03\"8\n\rPlayHeartbeat\x12\x0f\n\x07ping_id\x18\x01 \x01(\x04\x12\x16\n\x0eserver_time_ms\x18\x02 \x01(\x03\"!\n\x0bPlayRenewed\x12\x12\n\nexpires_ms\x18\x01 \x01(\x03\x32\xbf\x04\n\x0bGameService\x12\x45\n\nCreateGame\x12\x1a.dast.v1.CreateGameRequest\x1a\x1b.dast.v1.CreateGameResponse\x12N\n\rSubmitCommand\x12\x1d.dast.v1.SubmitCommandRequest\x1a\x1e.dast.v1.SubmitCommandResponse\x12<\n\x07GetView\x12\x17.dast.v1.GetViewRequest\x1a\x18.dast.v1.GetViewResponse\x12\x44\n\tSubscribe\x12\x19.dast.v1.SubscribeRequest\x1a\x1a.dast.v1.SubscribeResponse0\x01\x12\x42\n\tExportLog\x12\x19.dast.v1.ExportLogRequest\x1a\x1a.dast.v1.ExportLogResponse\x12N\n\rGetSigningKey\x12\x1d.dast.v1.GetSigningKeyRequest\x1a\x1e.dast.v1.GetSigningKeyResponse\x12H\n\x0b\x43ontrolSeat\x12\x1b.dast.v1.ControlSeatRequest\x1a\x1c.dast.v1.ControlSeatResponse\x12\x37\n\x04Play\x12\x14.dast.v1.PlayRequest\x1a\x15.dast.v1.PlayResponse(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'dast.v1.game_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CREATEGAMEREQUEST']._serialized_start=140
-  _globals['_CREATEGAMEREQUEST']._serialized_end=445
-  _globals['_CREATEGAMERESPONSE']._serialized_start=447
-  _globals['_CREATEGAMERESPONSE']._serialized_end=553
-  _globals['_TURN']._serialized_start=555
-  _globals['_TURN']._serialized_end=601
-  _globals['_SUBMITCOMMANDREQUEST']._serialized_start=604
-  _globals['_SUBMITCOMMANDREQUEST']._serialized_end=880
-  _globals['_SUBMITCOMMANDRESPONSE']._serialized_start=883
-  _globals['_SUBMITCOMMANDRESPONSE']._serialized_end=1156
-  _globals['_GETVIEWREQUEST']._serialized_start=1158
-  _globals['_GETVIEWREQUEST']._serialized_end=1219
-  _globals['_GETVIEWRESPONSE']._serialized_start=1222
-  _globals['_GETVIEWRESPONSE']._serialized_end=1466
-  _globals['_SUBSCRIBEREQUEST']._serialized_start=1468
-  _globals['_SUBSCRIBEREQUEST']._serialized_end=1550
-  _globals['_SUBSCRIBERESPONSE']._serialized_start=1553
-  _globals['_SUBSCRIBERESPONSE']._serialized_end=1787
-  _globals['_EXPORTLOGREQUEST']._serialized_start=1789
-  _globals['_EXPORTLOGREQUEST']._serialized_end=1824
-  _globals['_EXPORTLOGRESPONSE']._serialized_start=1826
-  _globals['_EXPORTLOGRESPONSE']._serialized_end=1951
-  _globals['_GETSIGNINGKEYREQUEST']._serialized_start=1953
-  _globals['_GETSIGNINGKEYREQUEST']._serialized_end=1975
-  _globals['_GETSIGNINGKEYRESPONSE']._serialized_start=1977
-  _globals['_GETSIGNINGKEYRESPONSE']._serialized_end=2039
-  _globals['_CONTROLSEATREQUEST']._serialized_start=2042
-  _globals['_CONTROLSEATREQUEST']._serialized_end=2213
-  _globals['_CONTROLSEATRESPONSE']._serialized_start=2215
-  _globals['_CONTROLSEATRESPONSE']._serialized_end=2335
-  _globals['_GAMESERVICE']._serialized_start=2338
-  _globals['_GAMESERVICE']._serialized_end=2856
+  _globals['_CREATEGAMEREQUEST']._serialized_start=165
+  _globals['_CREATEGAMEREQUEST']._serialized_end=470
+  _globals['_CREATEGAMERESPONSE']._serialized_start=472
+  _globals['_CREATEGAMERESPONSE']._serialized_end=578
+  _globals['_TURN']._serialized_start=580
+  _globals['_TURN']._serialized_end=626
+  _globals['_SUBMITCOMMANDREQUEST']._serialized_start=629
+  _globals['_SUBMITCOMMANDREQUEST']._serialized_end=905
+  _globals['_SUBMITCOMMANDRESPONSE']._serialized_start=908
+  _globals['_SUBMITCOMMANDRESPONSE']._serialized_end=1181
+  _globals['_GETVIEWREQUEST']._serialized_start=1183
+  _globals['_GETVIEWREQUEST']._serialized_end=1244
+  _globals['_GETVIEWRESPONSE']._serialized_start=1247
+  _globals['_GETVIEWRESPONSE']._serialized_end=1491
+  _globals['_SUBSCRIBEREQUEST']._serialized_start=1493
+  _globals['_SUBSCRIBEREQUEST']._serialized_end=1575
+  _globals['_SUBSCRIBERESPONSE']._serialized_start=1578
+  _globals['_SUBSCRIBERESPONSE']._serialized_end=1812
+  _globals['_EXPORTLOGREQUEST']._serialized_start=1814
+  _globals['_EXPORTLOGREQUEST']._serialized_end=1849
+  _globals['_EXPORTLOGRESPONSE']._serialized_start=1851
+  _globals['_EXPORTLOGRESPONSE']._serialized_end=1976
+  _globals['_GETSIGNINGKEYREQUEST']._serialized_start=1978
+  _globals['_GETSIGNINGKEYREQUEST']._serialized_end=2000
+  _globals['_GETSIGNINGKEYRESPONSE']._serialized_start=2002
+  _globals['_GETSIGNINGKEYRESPONSE']._serialized_end=2064
+  _globals['_CONTROLSEATREQUEST']._serialized_start=2067
+  _globals['_CONTROLSEATREQUEST']._serialized_end=2238
+  _globals['_CONTROLSEATRESPONSE']._serialized_start=2240
+  _globals['_CONTROLSEATRESPONSE']._serialized_end=2360
+  _globals['_PLAYREQUEST']._serialized_start=2363
+  _globals['_PLAYREQUEST']._serialized_end=2536
+  _globals['_PLAYOPEN']._serialized_start=2538
+  _globals['_PLAYOPEN']._serialized_end=2612
+  _globals['_PLAYCOMMAND']._serialized_start=2615
+  _globals['_PLAYCOMMAND']._serialized_end=2837
+  _globals['_PLAYRENEWAL']._serialized_start=2839
+  _globals['_PLAYRENEWAL']._serialized_end=2874
+  _globals['_PLAYPING']._serialized_start=2876
+  _globals['_PLAYPING']._serialized_end=2903
+  _globals['_PLAYRESPONSE']._serialized_start=2906
+  _globals['_PLAYRESPONSE']._serialized_end=3100
+  _globals['_PLAYOUTCOME']._serialized_start=3103
+  _globals['_PLAYOUTCOME']._serialized_end=3252
+  _globals['_PLAYHEARTBEAT']._serialized_start=3254
+  _globals['_PLAYHEARTBEAT']._serialized_end=3310
+  _globals['_PLAYRENEWED']._serialized_start=3312
+  _globals['_PLAYRENEWED']._serialized_end=3345
+  _globals['_GAMESERVICE']._serialized_start=3348
+  _globals['_GAMESERVICE']._serialized_end=3923
 # @@protoc_insertion_point(module_scope)

@@ -46,6 +46,7 @@ import google.protobuf.any_pb2
 import google.protobuf.descriptor
 import google.protobuf.internal.containers
 import google.protobuf.message
+import google.rpc.status_pb2
 import sys
 import typing
 
@@ -575,3 +576,274 @@ class ControlSeatResponse(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["changed", b"changed", "event", b"event", "hash", b"hash", "seq", b"seq", "server_time_ms", b"server_time_ms"]) -> None: ...
 
 Global___ControlSeatResponse: typing_extensions.TypeAlias = ControlSeatResponse
+
+@typing.final
+class PlayRequest(google.protobuf.message.Message):
+    """A client's message on a Play stream: the first is `open`, every later one anything else.
+    A message that does not parse, or carries a field no request may (docs/clients.md
+    "Errors"), ends the stream with INVALID_ARGUMENT; a command the server reads is answered
+    by its outcome. At most 256 messages wait for a client that does not read (see Play).
+    """
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    OPEN_FIELD_NUMBER: builtins.int
+    COMMAND_FIELD_NUMBER: builtins.int
+    RENEWAL_FIELD_NUMBER: builtins.int
+    PING_FIELD_NUMBER: builtins.int
+    @property
+    def open(self) -> Global___PlayOpen: ...
+    @property
+    def command(self) -> Global___PlayCommand: ...
+    @property
+    def renewal(self) -> Global___PlayRenewal: ...
+    @property
+    def ping(self) -> Global___PlayPing: ...
+    def __init__(
+        self,
+        *,
+        open: Global___PlayOpen | None = ...,
+        command: Global___PlayCommand | None = ...,
+        renewal: Global___PlayRenewal | None = ...,
+        ping: Global___PlayPing | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["command", b"command", "kind", b"kind", "open", b"open", "ping", b"ping", "renewal", b"renewal"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["command", b"command", "kind", b"kind", "open", b"open", "ping", b"ping", "renewal", b"renewal"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["kind", b"kind"]) -> typing.Literal["open", "command", "renewal", "ping"] | None: ...
+
+Global___PlayRequest: typing_extensions.TypeAlias = PlayRequest
+
+@typing.final
+class PlayOpen(google.protobuf.message.Message):
+    """Which game and seat the stream plays, and from where its events resume (as Subscribe)."""
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: builtins.int
+    AFTER_SEQ_FIELD_NUMBER: builtins.int
+    SEAT_FIELD_NUMBER: builtins.int
+    game_id: builtins.str
+    after_seq: builtins.int
+    """The last seq the client holds: events after it are sent (0: from the first)."""
+    seat: builtins.int
+    """As in SubscribeRequest: the seat played (service/admin tokens only; players play their
+    own seat, and a player without a seat watches as a spectator and may not act).
+    """
+    def __init__(
+        self,
+        *,
+        game_id: builtins.str = ...,
+        after_seq: builtins.int = ...,
+        seat: builtins.int | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["_seat", b"_seat", "seat", b"seat"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_seat", b"_seat", "after_seq", b"after_seq", "game_id", b"game_id", "seat", b"seat"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["_seat", b"_seat"]) -> typing.Literal["seat"] | None: ...
+
+Global___PlayOpen: typing_extensions.TypeAlias = PlayOpen
+
+@typing.final
+class PlayCommand(google.protobuf.message.Message):
+    """A command for the stream's seat: SubmitCommandRequest without the game and the seat the
+    stream names. Its outcome arrives as a `PlayOutcome` with the same command_id.
+    """
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    COMMAND_ID_FIELD_NUMBER: builtins.int
+    EXPECTED_SEQ_FIELD_NUMBER: builtins.int
+    HOKM_FIELD_NUMBER: builtins.int
+    HAND_FIELD_NUMBER: builtins.int
+    OTHER_FIELD_NUMBER: builtins.int
+    AUTOMATIC_FIELD_NUMBER: builtins.int
+    command_id: builtins.str
+    """Client-chosen id making resends idempotent, as SubmitCommandRequest.command_id (also
+    across streams and unary calls of the same caller).
+    """
+    expected_seq: builtins.int
+    """When set, the command applies only if the log's last seq is exactly this."""
+    automatic: builtins.bool
+    """Service/admin tokens only: the move was made automatically on the seat's behalf."""
+    @property
+    def hokm(self) -> dast.v1.hokm_pb2.HokmCommand: ...
+    @property
+    def hand(self) -> dast.v1.hand_pb2.HandCommand: ...
+    @property
+    def other(self) -> google.protobuf.any_pb2.Any:
+        """a game outside the schema (log.proto): its command"""
+
+    def __init__(
+        self,
+        *,
+        command_id: builtins.str = ...,
+        expected_seq: builtins.int | None = ...,
+        hokm: dast.v1.hokm_pb2.HokmCommand | None = ...,
+        hand: dast.v1.hand_pb2.HandCommand | None = ...,
+        other: google.protobuf.any_pb2.Any | None = ...,
+        automatic: builtins.bool = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["_expected_seq", b"_expected_seq", "command", b"command", "expected_seq", b"expected_seq", "hand", b"hand", "hokm", b"hokm", "other", b"other"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_expected_seq", b"_expected_seq", "automatic", b"automatic", "command", b"command", "command_id", b"command_id", "expected_seq", b"expected_seq", "hand", b"hand", "hokm", b"hokm", "other", b"other"]) -> None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_expected_seq", b"_expected_seq"]) -> typing.Literal["expected_seq"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["command", b"command"]) -> typing.Literal["hokm", "hand", "other"] | None: ...
+
+Global___PlayCommand: typing_extensions.TypeAlias = PlayCommand
+
+@typing.final
+class PlayRenewal(google.protobuf.message.Message):
+    """A fresh access token of the same player (and session) for a stream whose opening token
+    will expire; the server answers `PlayRenewed`, or ends the stream UNAUTHENTICATED.
+    """
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    ACCESS_TOKEN_FIELD_NUMBER: builtins.int
+    access_token: builtins.str
+    def __init__(
+        self,
+        *,
+        access_token: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["access_token", b"access_token"]) -> None: ...
+
+Global___PlayRenewal: typing_extensions.TypeAlias = PlayRenewal
+
+@typing.final
+class PlayPing(google.protobuf.message.Message):
+    """Asks the server for a heartbeat now (carrying `ping_id` back): a round trip measured."""
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    PING_ID_FIELD_NUMBER: builtins.int
+    ping_id: builtins.int
+    def __init__(
+        self,
+        *,
+        ping_id: builtins.int = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["ping_id", b"ping_id"]) -> None: ...
+
+Global___PlayPing: typing_extensions.TypeAlias = PlayPing
+
+@typing.final
+class PlayResponse(google.protobuf.message.Message):
+    """A server's message on a Play stream."""
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    EVENT_FIELD_NUMBER: builtins.int
+    OUTCOME_FIELD_NUMBER: builtins.int
+    HEARTBEAT_FIELD_NUMBER: builtins.int
+    RENEWED_FIELD_NUMBER: builtins.int
+    @property
+    def event(self) -> Global___SubscribeResponse:
+        """An event of the seat's, exactly as Subscribe sends it (redacted, its receipt, and the
+        turn and view when it ends a command's batch).
+        """
+
+    @property
+    def outcome(self) -> Global___PlayOutcome: ...
+    @property
+    def heartbeat(self) -> Global___PlayHeartbeat: ...
+    @property
+    def renewed(self) -> Global___PlayRenewed: ...
+    def __init__(
+        self,
+        *,
+        event: Global___SubscribeResponse | None = ...,
+        outcome: Global___PlayOutcome | None = ...,
+        heartbeat: Global___PlayHeartbeat | None = ...,
+        renewed: Global___PlayRenewed | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["event", b"event", "heartbeat", b"heartbeat", "kind", b"kind", "outcome", b"outcome", "renewed", b"renewed"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["event", b"event", "heartbeat", b"heartbeat", "kind", b"kind", "outcome", b"outcome", "renewed", b"renewed"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["kind", b"kind"]) -> typing.Literal["event", "outcome", "heartbeat", "renewed"] | None: ...
+
+Global___PlayResponse: typing_extensions.TypeAlias = PlayResponse
+
+@typing.final
+class PlayOutcome(google.protobuf.message.Message):
+    """What became of one command. An accepted command's outcome comes after its events."""
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    COMMAND_ID_FIELD_NUMBER: builtins.int
+    STATUS_FIELD_NUMBER: builtins.int
+    FIRST_SEQ_FIELD_NUMBER: builtins.int
+    LAST_SEQ_FIELD_NUMBER: builtins.int
+    DUPLICATE_FIELD_NUMBER: builtins.int
+    SERVER_TIME_MS_FIELD_NUMBER: builtins.int
+    command_id: builtins.str
+    first_seq: builtins.int
+    """Accepted: the seqs of the events the command appended (first_seq..last_seq), or had
+    appended when `duplicate`.
+    """
+    last_seq: builtins.int
+    duplicate: builtins.bool
+    """The command_id had been applied before (a resend): nothing was appended this time."""
+    server_time_ms: builtins.int
+    """the server's clock when it decided (see "Clocks" above)"""
+    @property
+    def status(self) -> google.rpc.status_pb2.Status:
+        """OK (code 0): accepted. Otherwise the status a SubmitCommand call would have ended with:
+        its code, message, and details (google.rpc.ErrorInfo with the reason, and
+        google.rpc.RetryInfo when the command may be sent again later).
+        """
+
+    def __init__(
+        self,
+        *,
+        command_id: builtins.str = ...,
+        status: google.rpc.status_pb2.Status | None = ...,
+        first_seq: builtins.int = ...,
+        last_seq: builtins.int = ...,
+        duplicate: builtins.bool = ...,
+        server_time_ms: builtins.int = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["command_id", b"command_id", "duplicate", b"duplicate", "first_seq", b"first_seq", "last_seq", b"last_seq", "server_time_ms", b"server_time_ms", "status", b"status"]) -> None: ...
+
+Global___PlayOutcome: typing_extensions.TypeAlias = PlayOutcome
+
+@typing.final
+class PlayHeartbeat(google.protobuf.message.Message):
+    """Sent every 5 seconds while the server has nothing else to send (an app that hears nothing
+    for 10 s takes the stream for dead and opens another), and at once for a ping.
+    """
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    PING_ID_FIELD_NUMBER: builtins.int
+    SERVER_TIME_MS_FIELD_NUMBER: builtins.int
+    ping_id: builtins.int
+    """the ping answered; 0 for a periodic heartbeat"""
+    server_time_ms: builtins.int
+    def __init__(
+        self,
+        *,
+        ping_id: builtins.int = ...,
+        server_time_ms: builtins.int = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["ping_id", b"ping_id", "server_time_ms", b"server_time_ms"]) -> None: ...
+
+Global___PlayHeartbeat: typing_extensions.TypeAlias = PlayHeartbeat
+
+@typing.final
+class PlayRenewed(google.protobuf.message.Message):
+    """A renewal was accepted: the stream lives until the new token expires."""
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    EXPIRES_MS_FIELD_NUMBER: builtins.int
+    expires_ms: builtins.int
+    """the new token's expiry (Unix milliseconds)"""
+    def __init__(
+        self,
+        *,
+        expires_ms: builtins.int = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["expires_ms", b"expires_ms"]) -> None: ...
+
+Global___PlayRenewed: typing_extensions.TypeAlias = PlayRenewed

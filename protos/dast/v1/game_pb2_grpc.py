@@ -69,6 +69,11 @@ class GameServiceStub:
                 request_serializer=dast_dot_v1_dot_game__pb2.ControlSeatRequest.SerializeToString,
                 response_deserializer=dast_dot_v1_dot_game__pb2.ControlSeatResponse.FromString,
                 _registered_method=True)
+        self.Play = channel.stream_stream(
+                '/dast.v1.GameService/Play',
+                request_serializer=dast_dot_v1_dot_game__pb2.PlayRequest.SerializeToString,
+                response_deserializer=dast_dot_v1_dot_game__pb2.PlayResponse.FromString,
+                _registered_method=True)
 
 
 class GameServiceServicer:
@@ -131,6 +136,21 @@ class GameServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Play(self, request_iterator, context):
+        """One seat's session on one stream (docs/clients.md "Play stream"): the client opens it
+        with a `PlayOpen`, then sends commands, token renewals and pings; the server sends the
+        seat's events as Subscribe does (with their receipts, turns and views), each command's
+        outcome keyed by its command_id (a refused command never ends the stream), and
+        heartbeats. The stream ends after the match's final event, or with a status: the
+        first message is not an open (INVALID_ARGUMENT), the token expired unrenewed or a
+        renewal was refused (UNAUTHENTICATED), the client fell more than the queue behind
+        (RESOURCE_EXHAUSTED `stream_backlog`: open again from the last seq received), the
+        session was revoked or the player banned, or any status Subscribe would end with.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GameServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -168,6 +188,11 @@ def add_GameServiceServicer_to_server(servicer, server):
                     servicer.ControlSeat,
                     request_deserializer=dast_dot_v1_dot_game__pb2.ControlSeatRequest.FromString,
                     response_serializer=dast_dot_v1_dot_game__pb2.ControlSeatResponse.SerializeToString,
+            ),
+            'Play': grpc.stream_stream_rpc_method_handler(
+                    servicer.Play,
+                    request_deserializer=dast_dot_v1_dot_game__pb2.PlayRequest.FromString,
+                    response_serializer=dast_dot_v1_dot_game__pb2.PlayResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -359,6 +384,33 @@ class GameService:
             '/dast.v1.GameService/ControlSeat',
             dast_dot_v1_dot_game__pb2.ControlSeatRequest.SerializeToString,
             dast_dot_v1_dot_game__pb2.ControlSeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Play(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/dast.v1.GameService/Play',
+            dast_dot_v1_dot_game__pb2.PlayRequest.SerializeToString,
+            dast_dot_v1_dot_game__pb2.PlayResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -170,7 +170,23 @@ _GameServiceControlSeatType = typing_extensions.TypeVar(
     ],
 )
 
-class GameServiceStub(typing.Generic[_GameServiceCreateGameType, _GameServiceSubmitCommandType, _GameServiceGetViewType, _GameServiceSubscribeType, _GameServiceExportLogType, _GameServiceGetSigningKeyType, _GameServiceControlSeatType]):
+_GameServicePlayType = typing_extensions.TypeVar(
+    '_GameServicePlayType',
+    grpc.StreamStreamMultiCallable[
+        dast.v1.game_pb2.PlayRequest,
+        dast.v1.game_pb2.PlayResponse,
+    ],
+    grpc.aio.StreamStreamMultiCallable[
+        dast.v1.game_pb2.PlayRequest,
+        dast.v1.game_pb2.PlayResponse,
+    ],
+    default=grpc.StreamStreamMultiCallable[
+        dast.v1.game_pb2.PlayRequest,
+        dast.v1.game_pb2.PlayResponse,
+    ],
+)
+
+class GameServiceStub(typing.Generic[_GameServiceCreateGameType, _GameServiceSubmitCommandType, _GameServiceGetViewType, _GameServiceSubscribeType, _GameServiceExportLogType, _GameServiceGetSigningKeyType, _GameServiceControlSeatType, _GameServicePlayType]):
     @typing.overload
     def __init__(self: GameServiceStub[
         grpc.UnaryUnaryMultiCallable[
@@ -200,6 +216,10 @@ class GameServiceStub(typing.Generic[_GameServiceCreateGameType, _GameServiceSub
         grpc.UnaryUnaryMultiCallable[
             dast.v1.game_pb2.ControlSeatRequest,
             dast.v1.game_pb2.ControlSeatResponse,
+        ],
+        grpc.StreamStreamMultiCallable[
+            dast.v1.game_pb2.PlayRequest,
+            dast.v1.game_pb2.PlayResponse,
         ],
     ], channel: grpc.Channel) -> None: ...
 
@@ -232,6 +252,10 @@ class GameServiceStub(typing.Generic[_GameServiceCreateGameType, _GameServiceSub
         grpc.aio.UnaryUnaryMultiCallable[
             dast.v1.game_pb2.ControlSeatRequest,
             dast.v1.game_pb2.ControlSeatResponse,
+        ],
+        grpc.aio.StreamStreamMultiCallable[
+            dast.v1.game_pb2.PlayRequest,
+            dast.v1.game_pb2.PlayResponse,
         ],
     ], channel: grpc.aio.Channel) -> None: ...
 
@@ -269,6 +293,18 @@ class GameServiceStub(typing.Generic[_GameServiceCreateGameType, _GameServiceSub
     match that is over.
     """
 
+    Play: _GameServicePlayType
+    """One seat's session on one stream (docs/clients.md "Play stream"): the client opens it
+    with a `PlayOpen`, then sends commands, token renewals and pings; the server sends the
+    seat's events as Subscribe does (with their receipts, turns and views), each command's
+    outcome keyed by its command_id (a refused command never ends the stream), and
+    heartbeats. The stream ends after the match's final event, or with a status: the
+    first message is not an open (INVALID_ARGUMENT), the token expired unrenewed or a
+    renewal was refused (UNAUTHENTICATED), the client fell more than the queue behind
+    (RESOURCE_EXHAUSTED `stream_backlog`: open again from the last seq received), the
+    session was revoked or the player banned, or any status Subscribe would end with.
+    """
+
 GameServiceAsyncStub: typing_extensions.TypeAlias = GameServiceStub[
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.game_pb2.CreateGameRequest,
@@ -297,6 +333,10 @@ GameServiceAsyncStub: typing_extensions.TypeAlias = GameServiceStub[
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.game_pb2.ControlSeatRequest,
         dast.v1.game_pb2.ControlSeatResponse,
+    ],
+    grpc.aio.StreamStreamMultiCallable[
+        dast.v1.game_pb2.PlayRequest,
+        dast.v1.game_pb2.PlayResponse,
     ],
 ]
 
@@ -368,6 +408,23 @@ class GameServiceServicer(metaclass=abc.ABCMeta):
         so controlled (`changed` false, nothing appended), so two replicas asking at the same
         moment append one event. FAILED_PRECONDITION for a seat a bot holds from the start or a
         match that is over.
+        """
+
+    @abc.abstractmethod
+    def Play(
+        self,
+        request_iterator: _MaybeAsyncIterator[dast.v1.game_pb2.PlayRequest],
+        context: _ServicerContext,
+    ) -> typing.Union[collections.abc.Iterator[dast.v1.game_pb2.PlayResponse], collections.abc.AsyncIterator[dast.v1.game_pb2.PlayResponse]]:
+        """One seat's session on one stream (docs/clients.md "Play stream"): the client opens it
+        with a `PlayOpen`, then sends commands, token renewals and pings; the server sends the
+        seat's events as Subscribe does (with their receipts, turns and views), each command's
+        outcome keyed by its command_id (a refused command never ends the stream), and
+        heartbeats. The stream ends after the match's final event, or with a status: the
+        first message is not an open (INVALID_ARGUMENT), the token expired unrenewed or a
+        renewal was refused (UNAUTHENTICATED), the client fell more than the queue behind
+        (RESOURCE_EXHAUSTED `stream_backlog`: open again from the last seq received), the
+        session was revoked or the player banned, or any status Subscribe would end with.
         """
 
 def add_GameServiceServicer_to_server(servicer: GameServiceServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...

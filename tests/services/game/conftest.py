@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import grpc
@@ -15,10 +15,13 @@ from prometheus_client import CollectorRegistry
 from services.game.app import SERVICE_NAME, mount_game_service
 from services.game.service import GameService
 from services.platform.auth import Role
+from services.platform.bans import Bans
 from services.platform.bus import InProcessBus
+from services.platform.clock import wall_clock_ms
 from services.platform.limits import MACHINE_SPEED, CallerLimiter
 from services.platform.metrics import GameMetrics
 from services.platform.relay import Relay
+from services.platform.revocations import Revocations
 from services.platform.server import add_health_and_reflection, bind, make_server
 from services.platform.store import MemoryEventStore
 from tests.services.game.helpers import GameClient
@@ -46,14 +49,24 @@ def limiter() -> CallerLimiter:
 
 @pytest.fixture
 async def embedded(limiter: CallerLimiter) -> AsyncIterator[Embedded]:
+    async with serve_embedded(limiter) as running:
+        yield running
+
+
+@contextlib.asynccontextmanager
+async def serve_embedded(
+    limiter: CallerLimiter, *, clock: Callable[[], int] = wall_clock_ms,
+    revocations: Revocations | None = None, bans: Bans | None = None,
+) -> AsyncIterator[Embedded]:
+    """The ``embedded`` server, with a clock, revocations and bans of the test's choice."""
     store = MemoryEventStore()
     bus = InProcessBus()
     await bus.start()
     relay = Relay(store, bus, poll_seconds=0.2)
     relay_task = asyncio.create_task(relay.run())
-    server = make_server(TEST_KEYS.ring, limiter=limiter)
+    server = make_server(TEST_KEYS.ring, limiter=limiter, revocations=revocations, bans=bans)
     service = mount_game_service(
-        server, store, bus, relay.notify, metrics=GameMetrics(CollectorRegistry())
+        server, store, bus, relay.notify, metrics=GameMetrics(CollectorRegistry()), clock=clock
     )
     await add_health_and_reflection(server, [SERVICE_NAME])
     port = bind(server, "127.0.0.1:0")

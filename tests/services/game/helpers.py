@@ -92,8 +92,10 @@ def players(count: int, prefix: str = "p") -> list[common_pb2.Player]:
     ]
 
 
-def choose(view: game_pb2.GetViewResponse, rng: DeterministicRandom) -> Any | None:
-    """A seat's move chosen from its own view only (None when it has nothing to do)."""
+def choose(view: game_pb2.GetViewResponse | game_pb2.SubscribeResponse,
+           rng: DeterministicRandom) -> Any | None:
+    """A seat's move chosen from its own view only (None when it has nothing to do): a
+    GetView reply's, or a stream message's that says it is the seat's turn."""
     kind = view.WhichOneof("view")
     assert kind is not None
     seen = getattr(view, kind)

@@ -7,6 +7,7 @@ through NATS: a stream on one replica sees the events the other appended.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ import pytest
 
 from dast.v1 import common_pb2, game_pb2, hokm_pb2, log_pb2
 from engine import hokm
+from engine.core.audit import audit_log
 from engine.core.rng import DeterministicRandom
 from services.platform.auth import Role
 from services.platform.errors import reason_of
@@ -26,6 +28,8 @@ from tests.services.game.helpers import (
     start_server,
     stream_into,
 )
+from tests.services.game.test_matches import TABLES
+from tests.services.game.test_play_stream import play_seats
 
 
 @dataclass
@@ -151,3 +155,23 @@ async def test_retried_command_id_on_the_other_replica_appends_nothing(
     assert again.seq == first.seq
     view = await on_b[seat].view(game_id)
     assert view.seq == first.seq
+
+
+async def test_a_match_over_play_streams_on_both_replicas(channels: Channels) -> None:
+    """Play streams (services/game/play.py) whose events reach them through NATS whichever
+    replica appended them: none missed or repeated, each command's outcome after its
+    events (:func:`play_seats` checks both), each seat's stream its redaction of the log."""
+    table = TABLES["hokm-4"]
+    game_id = f"play-{uuid.uuid4().hex[:12]}"
+    request = game_pb2.CreateGameRequest(game_type=table.game.GAME_TYPE, game_id=game_id,
+                                         players=players(table.seats))
+    getattr(request, table.game.NAME).CopyFrom(table.rules)
+    await GameClient(channels.a, "lobby", Role.SERVICE).create(request)
+    # Seats 0 and 2 play on one replica, 1 and 3 on the other.
+    seen = await play_seats([channels.a, channels.b] * 2, table, game_id)
+    entries = await GameClient(channels.b, "operator", Role.ADMIN).export(game_id)
+    assert audit_log(entries).ok
+    assert table.game.is_over(table.game.replay(entry.event for entry in entries))
+    for seat, received in seen.items():
+        assert received == [(table.game.redact(entry.event, seat).SerializeToString(),
+                             entry.hash) for entry in entries]
