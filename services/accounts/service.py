@@ -299,6 +299,7 @@ class AccountsService(accounts_pb2_grpc.AccountsServiceServicer):
             raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, Reason.ROLE_REQUIRED,
                                "only a player deletes their own account (operators: "
                                "ModerationService.ErasePlayer)")
+        self._session_of_caller()  # an account is deleted from one of its own sessions
         if request.confirm_player_id != caller.player_id:
             raise _invalid_field("confirm_player_id", "must be the caller's own player id, "
                                  "typed again to confirm the deletion")

@@ -72,6 +72,9 @@ CHANGING: Final = frozenset({"CreateGame", "SubmitCommand", "StartGame", "Rematc
                              "Subscribe", "Play"})
 """The methods that may append to a game (create one, or act in one; a seat handed to a bot
 or back is an event too: leaving or joining a playing table, or a seated player's stream)."""
+REMOVING: Final = frozenset({"BanPlayer", "ErasePlayer", "DeleteAccount"})
+"""The methods that take a player out of every table they sit at (the world's host, when
+hypothesis moves them over to the accounts service and then bans or erases them)."""
 
 
 @dataclass
@@ -182,6 +185,10 @@ def judge(world: World, method: MethodDescriptor, payload: bytes, token_name: st
         reply_class = GetMessageClass(method.output_type)
         for message in (*requests, *(reply_class.FromString(raw) for raw in replies)):
             world.changed_by_calls |= game_ids_in(message)
+    if method.name in REMOVING and error is None:
+        # A ban or an erasure stands the player up from their tables: a bot takes the seat
+        # of the one the world's host sits at (an event of its match).
+        world.changed_by_calls.add(world.game_id)
 
 
 async def _garbage_everywhere(world: World) -> None:
@@ -227,15 +234,20 @@ def test_hostile_requests_get_documented_statuses_and_change_nothing(world: Worl
     # The server answers normally afterwards.
 
     async def still_serving() -> None:
-        seated = (("authorization", f"Bearer {world.tokens['seated']}"),)
+        # (the host may have been banned or erased meanwhile: a service reads their seat)
+        service = (("authorization", f"Bearer {world.tokens['service']}"),)
         view = await game_pb2_grpc.GameServiceStub(world.channel).GetView(
-            game_pb2.GetViewRequest(game_id=world.game_id), metadata=seated)
+            game_pb2.GetViewRequest(game_id=world.game_id, seat=0), metadata=service)
         assert view.seq == after[world.game_id]
         fresh = await _sign_in(world.channel, "device-after-the-storm")
         assert fresh.token
+        # (the world's account may have been deleted meanwhile: a new one reads its profile)
+        accounts = accounts_pb2_grpc.AccountsServiceStub(world.channel)
+        newcomer = await accounts.SignInGuest(accounts_pb2.AccountsServiceSignInGuestRequest(
+            device_id="device-account-after-the-storm", display_name="Newcomer"))
         admin = (("authorization", f"Bearer {world.tokens['admin']}"),)
-        profile = (await accounts_pb2_grpc.AccountsServiceStub(world.channel).GetProfile(
-            accounts_pb2.GetProfileRequest(player_id=world.ids[-1]), metadata=admin)).profile
-        assert profile.player_id == world.ids[-1] and profile.display_name
+        profile = (await accounts.GetProfile(accounts_pb2.GetProfileRequest(
+            player_id=newcomer.player_id), metadata=admin)).profile
+        assert (profile.player_id, profile.display_name) == (newcomer.player_id, "Newcomer")
 
     world.run(still_serving())
