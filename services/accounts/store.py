@@ -351,7 +351,8 @@ class AccountsStore(SqlTables):
         """
         with self._transaction() as connection:
             connection.execute(insert(PLAYERS).values(
-                player_id=player_id, display_name=display_name, created_ms=now_ms))
+                player_id=player_id, display_name=display_name, created_ms=now_ms,
+                last_sign_in_ms=now_ms))
             connection.execute(insert(way_in).values(player_id=player_id, **row))
 
     def _device(self, device_id: str) -> tuple[str, bytes] | None:
@@ -636,8 +637,10 @@ class AccountsStore(SqlTables):
             linked = select(IDENTITIES.c.player_id).where(
                 IDENTITIES.c.player_id == PLAYERS.c.player_id)
             return list(connection.execute(
+                # (0: a player inserted since the update above, by an older replica: not idle)
                 select(PLAYERS.c.player_id)
-                .where(PLAYERS.c.last_sign_in_ms < signed_in_before_ms, ~linked.exists())
+                .where(PLAYERS.c.last_sign_in_ms < signed_in_before_ms,
+                       PLAYERS.c.last_sign_in_ms > 0, ~linked.exists())
                 .order_by(PLAYERS.c.last_sign_in_ms, PLAYERS.c.player_id).limit(limit)
             ).scalars())
 
