@@ -20,7 +20,14 @@ import grpc
 
 from dast.v1 import reports_pb2, reports_pb2_grpc
 from services.chat.reasons import ReportReason
-from services.chat.store import LARGEST_NUMBER, NOTE_CHARS, ChatStore, NewReport, Report
+from services.chat.store import (
+    LARGEST_NUMBER,
+    NOTE_CHARS,
+    PLAYER_ID_CHARS,
+    ChatStore,
+    NewReport,
+    Report,
+)
 from services.chat.tables import TableDirectory
 from services.platform.auth import Role, current_identity
 from services.platform.clock import Clock, wall_clock_ms
@@ -74,7 +81,7 @@ class ReportService(reports_pb2_grpc.ReportServiceServicer):
     ) -> reports_pb2.ReportPlayerResponse:
         reporter = current_identity().player_id
         game_id = check_id(request.game_id, "game_id")
-        reported = check_id(request.player_id, "player_id")
+        reported = check_id(request.player_id, "player_id", max_chars=PLAYER_ID_CHARS)
         if reported == reporter:
             raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, ReportReason.CANNOT_REPORT_SELF,
                                "you cannot report yourself", metadata={"field": "player_id"})

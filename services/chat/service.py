@@ -17,7 +17,7 @@ from dast.v1 import chat_pb2, chat_pb2_grpc, lobby_pb2
 from services.chat.phrases import PHRASES, PHRASES_BY_ID
 from services.chat.reasons import ChatReason
 from services.chat.rules import RateWindows, TalkRules, clean_text
-from services.chat.store import LARGEST_NUMBER, ChatStore
+from services.chat.store import LARGEST_NUMBER, PLAYER_ID_CHARS, ChatStore
 from services.chat.tables import TableDirectory, TableFacts
 from services.chat.talk_log import TalkLog, TalkUnavailable
 from services.platform.auth import current_identity
@@ -157,7 +157,7 @@ class ChatService(chat_pb2_grpc.ChatServiceServicer):
         self, request: chat_pb2.MutePlayerRequest, context: grpc.aio.ServicerContext
     ) -> chat_pb2.MutePlayerResponse:
         player = current_identity().player_id
-        muted_id = check_id(request.player_id, "player_id")
+        muted_id = check_id(request.player_id, "player_id", max_chars=PLAYER_ID_CHARS)
         if muted_id == player:
             raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, ChatReason.CANNOT_MUTE_SELF,
                                "you cannot mute yourself", metadata={"field": "player_id"})

@@ -119,10 +119,13 @@ async def test_each_refusal_has_its_reason() -> None:
             table_id=table_id, chat=lobby_pb2.CHAT_MODE_OFF), metadata=ana.metadata)
         assert await _refused(bex.say(table_id, phrase="well_played")) == (
             grpc.StatusCode.FAILED_PRECONDITION, "chat_off")
-        # Mute: of oneself refused.
+        # Mute: of oneself refused, and of an id longer than any player's (not stored).
         assert await _refused(ana.chat.MutePlayer(chat_pb2.MutePlayerRequest(
             player_id="ana", muted=True), metadata=ana.metadata)) == (
             grpc.StatusCode.INVALID_ARGUMENT, "cannot_mute_self")
+        assert await _refused(ana.chat.MutePlayer(chat_pb2.MutePlayerRequest(
+            player_id="g" * 65, muted=True), metadata=ana.metadata)) == (
+            grpc.StatusCode.INVALID_ARGUMENT, "invalid_request")
 
 
 async def test_a_muted_player_is_not_heard_by_whoever_muted_them_only() -> None:
