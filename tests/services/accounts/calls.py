@@ -4,10 +4,11 @@ and locale (as kept)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 from collections.abc import AsyncIterator
-from typing import Final
+from typing import Any, Final
 
 import grpc
 import pytest
@@ -43,3 +44,17 @@ async def replica(nats_url: str, deployment: str) -> AsyncIterator[Running]:
                              options=StackOptions(timers=False, bots=False,
                                                   durable_prefix=f"{deployment}-")) as run:
         yield run
+
+
+async def stream_ending(stream: object, seconds: float = 30.0) -> grpc.aio.AioRpcError:
+    """How a server stream ended, as an error to read its code and ``ErrorInfo`` from: it is
+    read to its end, which must come within ``seconds``."""
+    async def drain() -> None:
+        while await stream.read() is not grpc.aio.EOF:  # type: ignore[attr-defined]
+            pass
+
+    with contextlib.suppress(grpc.aio.AioRpcError):
+        await asyncio.wait_for(drain(), seconds)
+    call: Any = stream
+    return grpc.aio.AioRpcError(await call.code(), await call.initial_metadata(),
+                                await call.trailing_metadata(), await call.details())

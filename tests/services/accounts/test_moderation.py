@@ -6,7 +6,6 @@ operator's action is an entry of a hash-chained log that ``dast audit --admin-lo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from typing import Any
 
@@ -37,7 +36,7 @@ from services.platform.bans import Ban
 from services.platform.errors import error_info_of, reason_of
 from tests.conftest import NatsNames
 from tests.e2e.helpers import stack, wait_for
-from tests.services.accounts.calls import refused, replica, session_bearer
+from tests.services.accounts.calls import refused, replica, session_bearer, stream_ending
 from tests.support.tokens import bearer, token
 
 pytestmark = pytest.mark.timeout(180)
@@ -50,18 +49,6 @@ WAIT_SECONDS = 30.0
 
 def _moderation(channel: grpc.aio.Channel) -> moderation_pb2_grpc.ModerationServiceStub:
     return moderation_pb2_grpc.ModerationServiceStub(channel)
-
-
-async def _end_of(stream: Any) -> grpc.aio.AioRpcError:
-    """How ``stream`` ended (it must end within :data:`WAIT_SECONDS`)."""
-    with contextlib.suppress(grpc.aio.AioRpcError):
-        async def drain() -> None:
-            while await stream.read() is not grpc.aio.EOF:
-                pass
-
-        await asyncio.wait_for(drain(), WAIT_SECONDS)
-    return grpc.aio.AioRpcError(await stream.code(), await stream.initial_metadata(),
-                                await stream.trailing_metadata(), await stream.details())
 
 
 async def _playing_table(channel: grpc.aio.Channel,
@@ -172,7 +159,7 @@ async def test_a_ban_mid_match_gives_the_seat_to_a_bot_and_the_game_goes_on() ->
             until, "colluding at table 7", "operator-1")
 
         # Their stream ends, and every call is refused, saying why and until when.
-        ended = await _end_of(stream)
+        ended = await stream_ending(stream, WAIT_SECONDS)
         assert (ended.code(), reason_of(ended)) == BANNED
         info = error_info_of(ended)
         assert info is not None and info.metadata["until_ms"] == str(until)

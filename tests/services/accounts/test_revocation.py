@@ -5,7 +5,6 @@ process and across two servers sharing a NATS deployment (services/platform/revo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 import grpc
@@ -28,7 +27,7 @@ from services.platform.errors import reason_of
 from services.platform.revocations import REVOKED_STATUS, InProcessRevocations, SessionStreams
 from tests.conftest import NatsNames
 from tests.e2e.helpers import stack
-from tests.services.accounts.calls import refused, replica, session_bearer
+from tests.services.accounts.calls import refused, replica, session_bearer, stream_ending
 from tests.support.tokens import bearer
 
 pytestmark = pytest.mark.timeout(120)
@@ -40,19 +39,9 @@ milliseconds; the bound only keeps a broken build from hanging)."""
 
 
 async def _end_of(stream: Any) -> tuple[grpc.StatusCode, str | None]:
-    """How ``stream`` ended: read it until its status (within :data:`WAIT_SECONDS`)."""
-    async def drain() -> None:
-        while await stream.read() is not grpc.aio.EOF:
-            pass
-
-    with contextlib.suppress(grpc.aio.AioRpcError):
-        await asyncio.wait_for(drain(), WAIT_SECONDS)
-    return await stream.code(), reason_of(await _error_of(stream))
-
-
-async def _error_of(stream: Any) -> grpc.aio.AioRpcError:
-    return grpc.aio.AioRpcError(await stream.code(), await stream.initial_metadata(),
-                                await stream.trailing_metadata(), await stream.details())
+    """How ``stream`` ended: its code and reason (within :data:`WAIT_SECONDS`)."""
+    ended = await stream_ending(stream, WAIT_SECONDS)
+    return ended.code(), reason_of(ended)
 
 
 async def _game_of(channel: grpc.aio.Channel, player_id: str, game_id: str) -> str:
