@@ -541,11 +541,11 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         # as they may not watch or replay it.
         await self._check_spectator(identity, snapshot.game_id,
                                     viewer_seat(snapshot, identity, None))
-        if not snapshot.is_over and identity.role is not Role.ADMIN:
+        if not snapshot.is_over and not identity.reads_every_log:
             raise ServiceError(
                 grpc.StatusCode.FAILED_PRECONDITION, Reason.GAME_NOT_OVER,
-                f"game {quoted_input(snapshot.game_id)} is not over; only admins export it "
-                "now",
+                f"game {quoted_input(snapshot.game_id)} is not over; only admins and referees "
+                "export it now",
             )
         entries = await self._load(snapshot.game_id)
         reply = game_pb2.ExportLogResponse(game_type=snapshot.game.GAME_TYPE, entries=entries)
@@ -568,7 +568,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
     async def _check_spectator(self, identity: Identity, game_id: str, seat: int | None) -> None:
         """Refuse a player who holds no seat in a match that admits no spectators (the
         setting it was created with, :meth:`GameRepository.spectators_allowed`)."""
-        if identity.is_privileged or seat is not None:
+        if identity.is_privileged or identity.reads_every_log or seat is not None:
             return
         if not await self.repository.spectators_allowed(game_id):
             raise ServiceError(

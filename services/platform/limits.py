@@ -473,7 +473,7 @@ class CallerLimiter:
 
         :raises ServiceError: RESOURCE_EXHAUSTED (``rate_limited``) over the rate.
         """
-        buckets = self._service_calls if identity.is_privileged else self._player_calls
+        buckets = self._service_calls if identity.is_backend else self._player_calls
         wait = buckets.take((identity, method))
         if wait:
             raise _rate_limited(f"calls of {method.rpartition('/')[2]}", wait)
@@ -523,7 +523,7 @@ class CallerLimiter:
             limit, ``address_limited`` over the address's share (of streams, or of calls in
             flight), ``server_busy`` when the process holds its budget.
         """
-        if identity.is_privileged:
+        if identity.is_backend:
             return None
         _take_all((
             (lambda: self.streams.acquire(identity), lambda: self.streams.release(identity),

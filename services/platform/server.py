@@ -202,7 +202,7 @@ def _limited(
     and of streams."""
     if handler.unary_unary is not None:
         behavior = handler.unary_unary
-        if identity.is_privileged:
+        if identity.is_backend:
 
             async def privileged(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 try:
@@ -234,7 +234,7 @@ def _limited(
             ticket = None
             try:
                 limiter.admit_call(identity, method)
-                if not identity.is_privileged:
+                if not identity.is_backend:
                     ticket = limiter.open_stream(identity, _address(context, limiter))
             except ServiceError as refused:
                 await abort_with(context, refused)
