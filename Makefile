@@ -50,7 +50,7 @@ test-slow: $(STAMP)
 	DAST_SLOW_TESTS=1 $(BIN)/pytest -m slow $(PYTEST_ARGS)
 
 run: $(STAMP)
-	$(BIN)/dast serve
+	$(BIN)/dast serve --services all,console
 
 # Lobby, 2 game replicas and 2 bot replicas as separate processes over the machine's
 # PostgreSQL and NATS (deploy/local-stack.sh says how to play against it).
