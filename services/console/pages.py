@@ -45,7 +45,8 @@ MAX_SEQ: Final = 2**63
 LEADERBOARD_PAGES: Final = 5
 RATED_VARIANT: Final = "4p"
 """The variant whose ratings the players page charts (Hokm's four-player game)."""
-TABLE_CALLS_AT_ONCE: Final = 16
+MAX_ROUND_TABLES: Final = 64
+"""The most tables of a round the tournament page shows."""
 STATUS_NAMES: Final = {
     "waiting": lobby_pb2.TABLE_STATUS_WAITING, "playing": lobby_pb2.TABLE_STATUS_PLAYING,
     "finished": lobby_pb2.TABLE_STATUS_FINISHED, "closed": lobby_pb2.TABLE_STATUS_CLOSED,
@@ -83,6 +84,7 @@ class RoundTable:
     table: int
     game_id: str
     players: tuple[str, ...]
+    over: bool
 
 
 @dataclass
@@ -94,8 +96,8 @@ class Pages:
     history: dict[str, History] = field(default_factory=lambda: {
         "live_games": History(), "players": History()})
     rounds: dict[str, dict[int, dict[int, RoundTable]]] = field(default_factory=dict)
-    """Per tournament, the tables of each round the console has seen (a finished round's
-    tables are no longer asked for by the service's API)."""
+    """Per tournament, the tables of each round found so far (a round that is over does
+    not change: it is not asked for again)."""
 
     def render(self, request: Request, name: str, session: OperatorSession,
                **values: Any) -> Response:
@@ -359,8 +361,7 @@ class Pages:
         reply = await self.call(session, self.backend.tournaments.GetStandings,
                                 tournament_pb2.GetStandingsRequest(tournament_id=tournament_id))
         summary = reply.tournament
-        if summary.status == tournament_pb2.TOURNAMENT_STATUS_RUNNING:
-            await self._note_tables(session, tournament_id, reply.standings)
+        await self._round_tables(session, summary)
         seen = self.rounds.get(tournament_id, {})
         rounds = [(number, sorted(seen[number].values(), key=lambda t: t.table))
                   for number in sorted(seen)]
@@ -377,36 +378,38 @@ class Pages:
                                tournament_pb2.TOURNAMENT_STATUS_RUNNING,
                                tournament_pb2.TOURNAMENT_STATUS_REGISTERING))
 
-    async def _note_tables(self, session: OperatorSession, tournament_id: str,
-                           standings: Any) -> None:
-        """Remember the current round's tables (asked per player: the API has no list)."""
-        gate = asyncio.Semaphore(TABLE_CALLS_AT_ONCE)
-
-        async def table_of(player_id: str) -> tuple[str, Any] | None:
-            async with gate:
-                try:
-                    reply = await self.call(session, self.backend.tournaments.GetCurrentTable,
-                                            tournament_pb2.GetCurrentTableRequest(
-                                                tournament_id=tournament_id,
-                                                player_id=player_id))
-                except grpc.aio.AioRpcError as error:
-                    if error.code() == grpc.StatusCode.NOT_FOUND:
-                        return None
-                    raise
-                return (player_id, reply) if reply.game_id else None
-
-        found = await asyncio.gather(*(table_of(s.player_id) for s in standings
-                                       if not s.eliminated))
-        rounds = self.rounds.setdefault(tournament_id, {})
-        for item in found:
-            if item is None:
+    async def _round_tables(self, session: OperatorSession,
+                            summary: tournament_pb2.TournamentSummary) -> None:
+        """Find the tables of every round so far: a round's table ``t`` plays the game
+        ``<tournament>-r<round>-t<t>`` (docs/architecture.md), whose first replay frame names
+        its players. A round before the current one is asked for once."""
+        seen = self.rounds.setdefault(summary.tournament_id, {})
+        for number in range(1, summary.round + 1):
+            if number in seen and (number < summary.round or summary.status != (
+                    tournament_pb2.TOURNAMENT_STATUS_RUNNING)) and seen[number]:
                 continue
-            player_id, reply = item
-            tables = rounds.setdefault(reply.round, {})
-            known = tables.get(reply.table)
-            players = (*known.players, player_id) if known else (player_id,)
-            tables[reply.table] = RoundTable(reply.table, reply.game_id,
-                                             tuple(sorted(set(players))))
+            tables: dict[int, RoundTable] = {}
+            for table in range(MAX_ROUND_TABLES):
+                game_id = f"{summary.tournament_id}-r{number}-t{table}"
+                try:
+                    frame = await self.replay_frame(session, game_id, 1)
+                except grpc.aio.AioRpcError as error:
+                    if error.code() in (grpc.StatusCode.NOT_FOUND,
+                                        grpc.StatusCode.INVALID_ARGUMENT):
+                        break
+                    raise
+                tables[table] = RoundTable(table, game_id, _players_of(frame), frame.finished)
+            seen[number] = tables
+
+
+def _players_of(frame: replay_pb2.ReplayFrame) -> tuple[str, ...]:
+    """The players a frame's first view seats."""
+    for view in frame.views:
+        kind = view.WhichOneof("view")
+        players = getattr(getattr(view, kind), "players", None) if kind else None
+        if players is not None:
+            return tuple(p.display_name or p.player_id for p in players)
+    return ()
 
 
 def _text(request: Request, name: str) -> str:
