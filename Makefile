@@ -52,6 +52,13 @@ test-slow: $(STAMP)
 run: $(STAMP)
 	$(BIN)/dast serve --services all,console
 
+# The operator console's pages photographed by its browser test into docs/images/console-*.png
+# (headless Chromium over a stack playing matches; docs/console.md shows them).
+.PHONY: console-screenshots
+console-screenshots: $(STAMP)
+	DAST_CONSOLE_SCREENSHOTS=docs/images $(BIN)/pytest -q -p no:logging \
+		tests/services/console/test_console_browser.py
+
 # Lobby, 2 game replicas and 2 bot replicas as separate processes over the machine's
 # PostgreSQL and NATS (deploy/local-stack.sh says how to play against it).
 stack: $(STAMP)

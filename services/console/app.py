@@ -31,7 +31,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from services.console.backend import Backend
-from services.console.pages import BadInput, Pages, quote_path
+from services.console.pages import BadInput, Pages, quote_path, short_player
 from services.console.sessions import (
     SESSION_COOKIE,
     SIGN_IN_COOKIE,
@@ -79,6 +79,7 @@ def build_app(backend: Backend, ring: TokenKeyRing, *, sample_seconds: float = S
     templates = Jinja2Templates(env=jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True))
     templates.env.filters["q"] = quote_path
+    templates.env.globals["short"] = short_player
     console = Console(backend, Sessions(ring, now=now), templates)
 
     def page(handler: Handler) -> Callable[[Request], Awaitable[Response]]:

@@ -18,6 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from dast.v1 import (
     audit_pb2_grpc,
+    game_pb2,
     game_pb2_grpc,
     lobby_pb2_grpc,
     moderation_pb2_grpc,
@@ -178,6 +179,20 @@ class Backend:
         if down:
             return ReplicaHealth(service, address, False, "not serving: " + ", ".join(down))
         return ReplicaHealth(service, address, True, "serving")
+
+    async def game_statuses(self, token: str) -> list[tuple[str, Any]]:
+        """Every game replica's ``GetServerStatus`` (or the error it answered), by address:
+        the replicas the game target lists (a name a resolver spreads answers as one)."""
+        async def one(address: str) -> tuple[str, Any]:
+            stub = game_pb2_grpc.GameServiceStub(self.channel(address))
+            try:
+                return address, await self.call(stub.GetServerStatus,
+                                                 game_pb2.GetServerStatusRequest(), token)
+            except grpc.aio.AioRpcError as error:
+                return address, error
+
+        return list(await asyncio.gather(*(one(address)
+                                           for address in self.targets.replicas("game"))))
 
     async def close(self) -> None:
         """Close every channel."""

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from typing import Final
 
 from google.protobuf import text_format
 
 from dast.v1 import common_pb2, hokm_pb2, log_pb2, replay_pb2
 from engine.core.cards import cards_text
+
+VIEWPOINTS: Final = {
+    replay_pb2.REPLAY_VIEWPOINT_TABLE: "Seen from above: every hand (the match is over).",
+    replay_pb2.REPLAY_VIEWPOINT_SPECTATOR: "Seen as a spectator sees it: the hands stay "
+    "hidden until the match is over.",
+}
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,9 @@ class FrameView:
     summary: str
     """The phase, trump and turn of the table (Hokm), or the view as text (other games)."""
     controls: tuple[str, ...]
+    viewpoint: str
+    """Whose eyes the frame shows (every hand once the match is over; a spectator's view
+    while it is on)."""
 
 
 def event_kind(event: log_pb2.Event) -> str:
@@ -69,7 +79,8 @@ def frame_view(frame: replay_pb2.ReplayFrame) -> FrameView:
         seq=frame.seq, last_seq=frame.last_seq, finished=frame.finished,
         event_kind=event_kind(frame.event),
         event_text=text_format.MessageToString(frame.event, as_one_line=True)[:2000],
-        seats=tuple(seats), summary=summary, controls=controls)
+        seats=tuple(seats), summary=summary, controls=controls,
+        viewpoint=VIEWPOINTS.get(frame.viewpoint, ""))
 
 
 def _hokm(view: hokm_pb2.HokmView, hands: dict[int, str]) -> tuple[list[SeatLine], str]:

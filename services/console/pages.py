@@ -75,6 +75,14 @@ class Overview:
     waiting_tables: int
     running_tournaments: int
     services: list[Any]
+    commands_per_second: float | None
+    """Over the game replicas, since the previous reading (None before two readings)."""
+    open_streams: int
+    commands_refused: int
+    commands_failed: int
+    """Commands that failed on a replica's side (INTERNAL and the like) since it started."""
+    replicas_unread: list[str]
+    """The game replicas whose status could not be read, and why."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +102,10 @@ class Pages:
     backend: Backend
     templates: Jinja2Templates
     history: dict[str, History] = field(default_factory=lambda: {
-        "live_games": History(), "players": History()})
+        "live_games": History(), "players": History(), "commands_per_second": History()})
+    commands: dict[str, History] = field(default_factory=dict)
+    """Each game replica's total of commands accepted, read by read (its rate is the
+    growth between two readings)."""
     rounds: dict[str, dict[int, dict[int, RoundTable]]] = field(default_factory=dict)
     """Per tournament, the tables of each round found so far (a round that is over does
     not change: it is not asked for again)."""
@@ -122,14 +133,23 @@ class Pages:
 
     async def figures(self, token: str) -> Overview:
         """The overview's figures now (and the hour's history gets them)."""
-        tables, health, running = await asyncio.gather(
+        tables, health, running, statuses = await asyncio.gather(
             self.backend.call(self.backend.lobby.ListTables,
                               lobby_pb2.ListTablesRequest(include_playing=True), token),
             self.backend.health(),
             self.backend.call(self.backend.tournaments.ListTournaments,
                               tournament_pb2.ListTournamentsRequest(
                                   status=tournament_pb2.TOURNAMENT_STATUS_RUNNING,
-                                  page_size=100), token))
+                                  page_size=100), token),
+            self.backend.game_statuses(token))
+        readings = [(address, status) for address, status in statuses
+                    if isinstance(status, game_pb2.GetServerStatusResponse)]
+        for address, status in readings:
+            self.commands.setdefault(address, History()).add(status.commands_accepted)
+        rates = [rate for address, _ in readings
+                 if (rate := self.commands[address].latest_rate()) is not None]
+        if rates:
+            self.history["commands_per_second"].add(sum(rates))
         playing = [t for t in tables.tables if t.status == lobby_pb2.TABLE_STATUS_PLAYING]
         people = {seat.player_id for table in playing for seat in table.seats
                   if seat.player_id and not seat.is_bot and not seat.taken_over_by_bot}
@@ -139,7 +159,13 @@ class Pages:
             live_games=len(playing), players=len(people), bot_seats=bots,
             waiting_tables=sum(1 for t in tables.tables
                                if t.status == lobby_pb2.TABLE_STATUS_WAITING),
-            running_tournaments=len(running.tournaments), services=health)
+            running_tournaments=len(running.tournaments), services=health,
+            commands_per_second=sum(rates) if rates else None,
+            open_streams=sum(s.open_subscriptions + s.open_play_streams for _, s in readings),
+            commands_refused=sum(s.commands_refused for _, s in readings),
+            commands_failed=sum(s.commands_failed for _, s in readings),
+            replicas_unread=[f"{address}: {status.code().name}" for address, status in statuses
+                             if not isinstance(status, game_pb2.GetServerStatusResponse)])
         self.history["live_games"].add(overview.live_games)
         self.history["players"].add(overview.players)
         return overview
@@ -151,10 +177,10 @@ class Pages:
     async def overview(self, request: Request, session: OperatorSession) -> Response:
         overview = await self.figures(session.token)
         charts = [
-            line_chart("Live games, last hour", self.history["live_games"].levels(),
-                       "an hour ago", "now"),
-            line_chart("Players at live tables, last hour", self.history["players"].levels(),
-                       "an hour ago", "now"),
+            _over_time("Commands per second, last hour",
+                       self.history["commands_per_second"].levels()),
+            _over_time("Live games, last hour", self.history["live_games"].levels()),
+            _over_time("Players at live tables, last hour", self.history["players"].levels()),
         ]
         return self.render(request, "overview.html", session, overview=overview,
                            charts=charts)
@@ -165,6 +191,11 @@ class Pages:
             "live_games": overview.live_games, "players": overview.players,
             "bot_seats": overview.bot_seats, "waiting_tables": overview.waiting_tables,
             "running_tournaments": overview.running_tournaments,
+            "commands_per_second": overview.commands_per_second,
+            "open_streams": overview.open_streams,
+            "commands_refused": overview.commands_refused,
+            "commands_failed": overview.commands_failed,
+            "game_replicas_unread": overview.replicas_unread,
             "services": [{"service": replica.service, "address": replica.address,
                           "serving": replica.serving, "detail": replica.detail}
                          for replica in overview.services],
@@ -228,8 +259,11 @@ class Pages:
                                 audit_pb2.AuditGameRequest(game_id=game_id))
         return self.render(request, "audit.html", session, game_id=game_id,
                            quoted=quote_path(game_id), report=reply.report,
-                           sealed=reply.HasField("seal"), check_name=audit_pb2.AuditCheck.Name,
-                           outcome_name=audit_pb2.AuditOutcome.Name)
+                           sealed=reply.HasField("seal"),
+                           check_name=lambda value: enum_text(
+                               audit_pb2.AuditCheck.Name(value), "AUDIT_CHECK_"),
+                           outcome_name=lambda value: enum_text(
+                               audit_pb2.AuditOutcome.Name(value), "AUDIT_OUTCOME_"))
 
     async def export(self, request: Request, session: OperatorSession) -> Response:
         game_id = _identifier(request.path_params["game_id"], "game id")
@@ -293,7 +327,7 @@ class Pages:
                            history=history.matches, reports=reports.reports, notice=notice,
                            game_name=common_pb2.GameType.Name,
                            outcome_name=stats_pb2.MatchOutcome.Name,
-                           category_name=reports_pb2.ReportCategory.Name, when=_when)
+                           category_name=_category, when=_when)
 
     async def ban(self, request: Request, session: OperatorSession) -> Response:
         player_id = _identifier(request.path_params["player_id"], "player id")
@@ -327,7 +361,7 @@ class Pages:
         rows = list(reply.reports)
         return self.render(request, "reports.html", session, reports=rows,
                            next_after=rows[-1].report_id if len(rows) == 50 else None,
-                           category_name=reports_pb2.ReportCategory.Name, when=_when)
+                           category_name=_category, when=_when)
 
     async def report(self, request: Request, session: OperatorSession) -> Response:
         report_id = _number(request.path_params["report_id"], "report id", minimum=1)
@@ -339,7 +373,7 @@ class Pages:
         frame = await self.replay_frame(session, report.game_id, seq)
         return self.render(request, "report.html", session, report=report,
                            frame=frame_view(frame), quoted=quote_path(report.game_id),
-                           category_name=reports_pb2.ReportCategory.Name, when=_when)
+                           category_name=_category, when=_when)
 
     # ---- tournaments ----
 
@@ -365,10 +399,12 @@ class Pages:
         seen = self.rounds.get(tournament_id, {})
         rounds = [(number, sorted(seen[number].values(), key=lambda t: t.table))
                   for number in sorted(seen)]
-        names = {s.player_id: s.display_name or s.player_id for s in reply.standings}
+        names = {s.player_id: short_player(s.display_name or s.player_id)
+                 for s in reply.standings}
         leaders = list(reply.standings)[:16]
-        progress = bar_chart("Match points", [float(s.match_points) for s in leaders],
-                             [names[s.player_id][:10] for s in leaders])
+        progress = bar_chart("Match points (the leaders)",
+                             [float(s.match_points) for s in leaders],
+                             [f"#{s.rank}" for s in leaders])
         total = summary.settings.rounds or max([summary.round, *seen.keys(), 1])
         return self.render(request, "tournament.html", session, summary=summary,
                            standings=reply.standings, rounds=rounds, names=names,
@@ -385,8 +421,7 @@ class Pages:
         its players. A round before the current one is asked for once."""
         seen = self.rounds.setdefault(summary.tournament_id, {})
         for number in range(1, summary.round + 1):
-            if number in seen and (number < summary.round or summary.status != (
-                    tournament_pb2.TOURNAMENT_STATUS_RUNNING)) and seen[number]:
+            if seen.get(number) and all(table.over for table in seen[number].values()):
                 continue
             tables: dict[int, RoundTable] = {}
             for table in range(MAX_ROUND_TABLES):
@@ -402,13 +437,20 @@ class Pages:
             seen[number] = tables
 
 
+def _over_time(title: str, levels: list[tuple[float, float]]) -> Any:
+    """A line over the readings of the last hour, its left end labelled with its age."""
+    age = -levels[0][0] if levels else 0.0
+    left = f"{age / 60:.0f} min ago" if age >= 90 else f"{age:.0f} s ago"
+    return line_chart(title, levels, left, "now")
+
+
 def _players_of(frame: replay_pb2.ReplayFrame) -> tuple[str, ...]:
     """The players a frame's first view seats."""
     for view in frame.views:
         kind = view.WhichOneof("view")
         players = getattr(getattr(view, kind), "players", None) if kind else None
         if players is not None:
-            return tuple(p.display_name or p.player_id for p in players)
+            return tuple(p.player_id for p in players)
     return ()
 
 
@@ -452,6 +494,19 @@ def quote_path(value: str) -> str:
     return quote(value, safe="")
 
 
+def enum_text(name: str, prefix: str) -> str:
+    """An enum value's name for people: ``REPORT_CATEGORY_ABUSIVE_CHAT`` → ``abusive chat``."""
+    return name.removeprefix(prefix).lower().replace("_", " ")
+
+
+def short_player(player_id: str) -> str:
+    """A bot's long id shortened (``bot:random:<game>-e4`` → ``bot:random …e4``)."""
+    if player_id.startswith("bot:") and player_id.count(":") >= 2:
+        level, _, rest = player_id[4:].partition(":")
+        return f"bot:{level} …{rest[-4:]}"
+    return player_id
+
+
 def _status_name(status: lobby_pb2.TableStatus.ValueType) -> str:
     return str(lobby_pb2.TableStatus.Name(status)).removeprefix("TABLE_STATUS_").lower()
 
@@ -464,6 +519,10 @@ def _tournament_status(status: tournament_pb2.TournamentStatus.ValueType) -> str
 def _format_name(value: tournament_pb2.TournamentFormat.ValueType) -> str:
     name = str(tournament_pb2.TournamentFormat.Name(value)).removeprefix("TOURNAMENT_FORMAT_")
     return "swiss" if name == "UNSPECIFIED" else name.lower().replace("_", " ")
+
+
+def _category(value: reports_pb2.ReportCategory.ValueType) -> str:
+    return enum_text(reports_pb2.ReportCategory.Name(value), "REPORT_CATEGORY_")
 
 
 def _when(ms: int) -> str:

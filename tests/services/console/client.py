@@ -72,7 +72,7 @@ async def operator(client: httpx.AsyncClient, player_id: str = OPERATOR_ID) -> s
 def guarded_routes(app: Starlette) -> list[tuple[str, str]]:
     """Every (method, path) of the app that needs an operator, enumerated from the app's
     own routes (a new route is in it without anyone listing it), path parameters filled."""
-    found = []
+    found: list[tuple[str, str]] = []
     for route in app.routes:
         if not isinstance(route, Route) or route.path in OPEN_PATHS:
             continue
