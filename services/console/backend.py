@@ -20,6 +20,7 @@ from dast.v1 import (
     audit_pb2_grpc,
     game_pb2,
     game_pb2_grpc,
+    lobby_pb2,
     lobby_pb2_grpc,
     moderation_pb2_grpc,
     replay_pb2_grpc,
@@ -40,6 +41,9 @@ GRPC_SERVICES: Final[Mapping[str, tuple[str, ...]]] = {
 }
 """The gRPC services each dast service serves (what the overview's health checks ask for)."""
 CALL_SECONDS: Final = 10.0
+TABLES_PAGE: Final = 500
+MAX_TABLE_PAGES: Final = 100
+"""The most pages of tables one listing reads (50,000 tables)."""
 HEALTH_SECONDS: Final = 2.0
 
 
@@ -179,6 +183,21 @@ class Backend:
         if down:
             return ReplicaHealth(service, address, False, "not serving: " + ", ".join(down))
         return ReplicaHealth(service, address, True, "serving")
+
+    async def all_tables(self, token: str, *, game_type: int = 0) -> list[Any]:
+        """Every table the lobby lists (waiting and playing, private ones too: an operator
+        sees them all), page by page."""
+        found: list[Any] = []
+        page_token = ""
+        for _ in range(MAX_TABLE_PAGES):
+            reply = await self.call(self.lobby.ListTables, lobby_pb2.ListTablesRequest(
+                game_type=game_type, include_playing=True,  # type: ignore[arg-type]
+                page_size=TABLES_PAGE, page_token=page_token), token)
+            found.extend(reply.tables)
+            page_token = reply.next_page_token
+            if not page_token:
+                break
+        return found
 
     async def game_statuses(self, token: str) -> list[tuple[str, Any]]:
         """Every game replica's ``GetServerStatus`` (or the error it answered), by address:

@@ -49,8 +49,8 @@ MAX_ROUND_TABLES: Final = 64
 """The most tables of a round the tournament page shows."""
 STATUS_NAMES: Final = {
     "waiting": lobby_pb2.TABLE_STATUS_WAITING, "playing": lobby_pb2.TABLE_STATUS_PLAYING,
-    "finished": lobby_pb2.TABLE_STATUS_FINISHED, "closed": lobby_pb2.TABLE_STATUS_CLOSED,
 }
+"""What the lobby lists (a finished match opens from its players' histories)."""
 GAME_NAMES: Final = {"hokm": common_pb2.GAME_TYPE_HOKM, "hand": common_pb2.GAME_TYPE_HAND}
 TOURNAMENT_STATUS_NAMES: Final = {
     "registering": tournament_pb2.TOURNAMENT_STATUS_REGISTERING,
@@ -134,8 +134,7 @@ class Pages:
     async def figures(self, token: str) -> Overview:
         """The overview's figures now (and the hour's history gets them)."""
         tables, health, running, statuses = await asyncio.gather(
-            self.backend.call(self.backend.lobby.ListTables,
-                              lobby_pb2.ListTablesRequest(include_playing=True), token),
+            self.backend.all_tables(token),
             self.backend.health(),
             self.backend.call(self.backend.tournaments.ListTournaments,
                               tournament_pb2.ListTournamentsRequest(
@@ -150,14 +149,14 @@ class Pages:
                  if (rate := self.commands[address].latest_rate()) is not None]
         if rates:
             self.history["commands_per_second"].add(sum(rates))
-        playing = [t for t in tables.tables if t.status == lobby_pb2.TABLE_STATUS_PLAYING]
+        playing = [t for t in tables if t.status == lobby_pb2.TABLE_STATUS_PLAYING]
         people = {seat.player_id for table in playing for seat in table.seats
                   if seat.player_id and not seat.is_bot and not seat.taken_over_by_bot}
         bots = sum(1 for table in playing for seat in table.seats
                    if seat.is_bot or seat.taken_over_by_bot)
         overview = Overview(
             live_games=len(playing), players=len(people), bot_seats=bots,
-            waiting_tables=sum(1 for t in tables.tables
+            waiting_tables=sum(1 for t in tables
                                if t.status == lobby_pb2.TABLE_STATUS_WAITING),
             running_tournaments=len(running.tournaments), services=health,
             commands_per_second=sum(rates) if rates else None,
@@ -207,12 +206,9 @@ class Pages:
         status = _choice(request, "status", STATUS_NAMES, default="playing", allow_all=True)
         game = _choice(request, "game", GAME_NAMES, default="all", allow_all=True)
         needle = _text(request, "q").lower()
-        reply = await self.call(session, self.backend.lobby.ListTables,
-                                lobby_pb2.ListTablesRequest(
-                                    game_type=GAME_NAMES.get(
-                                        game, common_pb2.GAME_TYPE_UNSPECIFIED),
-                                    include_playing=True))
-        rows = [table for table in reply.tables
+        listed = await self.backend.all_tables(session.token,
+                                               game_type=GAME_NAMES.get(game, 0))
+        rows = [table for table in listed
                 if (status == "all" or table.status == STATUS_NAMES[status])
                 and (not needle or needle in table.table_id.lower()
                      or needle in table.game_id.lower()
