@@ -68,12 +68,14 @@ def histogram(title: str, values: Sequence[float], bins: int = 10) -> BarChart:
     """How ``values`` spread over ``bins`` equal bins."""
     if not values:
         return bar_chart(title, [], [])
+    bins = min(bins, len(values))
     low, high = min(values), max(values)
     step = (high - low) / bins or 1.0
     counts = [0.0] * bins
     for value in values:
         counts[min(bins - 1, int((value - low) / step))] += 1
-    labels = [f"{low + index * step:.0f}" for index in range(bins)]
+    places = 0 if step >= 1 else 1 if step >= 0.1 else 2
+    labels = [f"{low + index * step:.{places}f}" for index in range(bins)]
     return bar_chart(title, counts, labels)
 
 

@@ -201,6 +201,9 @@ async def test_an_operator_runs_the_console_in_a_browser(shots: Shots) -> None:
                 return "Kaveh (bot)" in await page.inner_text("#tables")
 
             await _reload_until(page, seat_to_bot)
+            # The other person plays the match out, so that it is rated (the players page
+            # charts the ratings).
+            played_out = asyncio.create_task(kind.play_to_the_end(game_id, seconds=150))
 
             # The tournament's rounds fill in as it plays.
             await page.goto(f"{base}/tournaments/{tournament_id}")
@@ -224,7 +227,15 @@ async def test_an_operator_runs_the_console_in_a_browser(shots: Shots) -> None:
                 page.url.removesuffix("/audit") + "/export")
             assert exported.status == 200
             assert '"seal"' in (await exported.text()).splitlines()[-1]
+            await played_out
             await page.goto(f"{base}/players")
+
+            async def rated() -> bool:
+                return await page.locator("figure.chart rect.bar").count() > 0
+
+            await _reload_until(page, rated)
+            found = re.search(r"(\d+) rated players", await page.inner_text("main"))
+            assert found is not None and int(found.group(1)) >= 2  # the person, a bot level
             await shots.take(page, "players")
         for stream in streams:
             stream.cancel()

@@ -55,6 +55,7 @@ def test_charts_scale_to_their_largest_value() -> None:
     bars = bar_chart("t", [1.0, 4.0], ["a", "b"])
     assert bars.top == "4" and bars.bars[1].height == 4 * bars.bars[0].height
     assert [bar.value for bar in histogram("h", [0.0, 0.5, 10.0], bins=2).bars] == ["2", "1"]
+    assert [bar.label for bar in histogram("h", [0.25, 0.75], bins=10).bars] == ["0.2", "0.5"]
     assert histogram("h", []).bars == ()
     line = line_chart("l", [(-10.0, 0.0), (0.0, 2.5)], "10 s ago", "now")
     assert line.latest == "2.5" and line.points.count(",") == 2
