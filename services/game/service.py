@@ -39,6 +39,7 @@ from services.game.play import (
     PlayStream,
 )
 from services.game.repository import GameRepository, GameSnapshot
+from services.game.status import ServiceCounts
 from services.game.streams import GameFeeds
 from services.game.turns import fill_turn, next_to_act, turn_for
 from services.platform.auth import Identity, Role, current_identity
@@ -256,6 +257,7 @@ def count_refusal(
     """Count and log a refused command, whichever way it came (a call, a Play stream)."""
     metrics = service.metrics
     metrics.child(metrics.commands, label, code.name.lower()).inc()
+    service.counts.refusal(code)
     _log.info("command_refused", game_id=game_id[:64],
               expected_seq=expected_seq, status=code.name, reason=reason)
 
@@ -296,6 +298,8 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         self.heartbeat_seconds = HEARTBEAT_SECONDS
         """How often an idle Play stream sends a heartbeat."""
         self.play_streams = PlayStats()
+        self.counts = ServiceCounts(started_at_ms=self._clock())
+        """What this replica has done (``GetServerStatus``)."""
 
     @_rpc
     async def CreateGame(
@@ -398,7 +402,9 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             result = "duplicate" if outcome.duplicate else "accepted"
             if not outcome.duplicate:
                 self.metrics.child(self.metrics.appended, label).inc(len(outcome.entries))
+                self.counts.events_appended += len(outcome.entries)
             self.metrics.child(self.metrics.commands, label, result).inc()
+            self.counts.commands_accepted += 1
             _log.debug("command", game_id=submission.game_id, seq=outcome.snapshot.seq,
                        outcome=result)
             return outcome
@@ -459,6 +465,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             if self.presence is not None:
                 self.presence.opened(snapshot.game_id, identity.player_id)
         self.metrics.open_streams.inc()
+        self.counts.open_subscriptions += 1
         try:
             # Streams of one game share its feed, and those of one projection its
             # responses (each redacted once): see services.game.streams.
@@ -469,6 +476,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
                 yield response
         finally:
             self.metrics.open_streams.dec()
+            self.counts.open_subscriptions -= 1
             if seated_player and self.presence is not None:
                 self.presence.closed(snapshot.game_id, identity.player_id)
 
@@ -487,9 +495,13 @@ class GameService(game_pb2_grpc.GameServiceServicer):
                 queue_limit=self.play_queue_limit, heartbeat_seconds=self.heartbeat_seconds,
                 clock=self._clock,
             )
-            async with contextlib.aclosing(stream.messages(requests)) as messages:
-                async for message in messages:
-                    yield message
+            self.counts.open_play_streams += 1
+            try:
+                async with contextlib.aclosing(stream.messages(requests)) as messages:
+                    async for message in messages:
+                        yield message
+            finally:
+                self.counts.open_play_streams -= 1
         except grpc.aio.AbortError:
             raise  # ended already (a backlog the sender could not report)
         except EndedWith as ended:
@@ -555,6 +567,17 @@ class GameService(game_pb2_grpc.GameServiceServicer):
                 self.signer.seal(snapshot.game_id, head.event.seq, head.hash)
             )
         return reply
+
+    @_rpc
+    async def GetServerStatus(
+        self, request: game_pb2.GetServerStatusRequest, context: grpc.aio.ServicerContext
+    ) -> game_pb2.GetServerStatusResponse:
+        if current_identity().role is not Role.ADMIN:
+            raise ServiceError(
+                grpc.StatusCode.PERMISSION_DENIED, Reason.ROLE_REQUIRED,
+                "a replica's status is for operators: it needs an admin token",
+            )
+        return self.counts.status()
 
     @_rpc
     async def GetSigningKey(
