@@ -31,7 +31,8 @@ async def _pages(lobby: lobby_pb2_grpc.LobbyServiceStub, metadata: object,
 async def test_tables_come_in_pages_and_admins_also_see_private_ones() -> None:
     async with stack(bots=False, timers=False) as run, \
             grpc.aio.insecure_channel(run.address) as channel:
-        public, private = [], []
+        public: list[str] = []
+        private: list[str] = []
         for number in range(5):
             host = await Guest.sign_in(channel, f"list-pages-{number}")
             table = (await host.call("CreateTable", lobby_pb2.CreateTableRequest(
