@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
 
 import grpc
-
-from collections.abc import Mapping
 
 from dast.v1 import log_pb2, replay_pb2, replay_pb2_grpc
 from engine.core.payload import put
