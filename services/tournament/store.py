@@ -154,7 +154,7 @@ class NameRow(TournamentModel, table=True):
     __table_args__ = (Index("ix_tournament_names_player", "player_id"),)
 
     tournament_id: str = Field(sa_column=Column(String(ID_LENGTH), primary_key=True))
-    player_id: str = Field(sa_column=Column(String(MAX_ID_CHARS), primary_key=True))
+    player_id: str = Field(sa_column=Column(Text, primary_key=True))
     display_name: str = Field(sa_column=Column(Text, nullable=False))
     deleted: bool = Field(sa_column=Column(Boolean, nullable=False, default=False))
 
