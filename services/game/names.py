@@ -99,10 +99,13 @@ class SeatNames:
         return self.remember(game_id, stored)
 
     async def erase(self, player_id: str) -> int:
-        """Blank ``player_id``'s names in every game (an erased account) and forget the
-        games this replica held them for; how many seats changed."""
+        """Blank ``player_id``'s names in every game (an erased account), in the store and
+        in what this replica holds (the streams open on it show the change with their next
+        view); how many seats changed in the store."""
         changed = await asyncio.to_thread(self._store.erase_names, player_id)
-        for game_id in [game_id for game_id, names in self._cache.items()
-                        if player_id in names]:
-            del self._cache[game_id]
+        for game_id, names in list(self._cache.items()):
+            name = names.get(player_id)
+            if name is not None:
+                self._cache[game_id] = {
+                    **names, player_id: SeatName(name.seat, player_id, "", deleted=True)}
         return changed

@@ -126,6 +126,10 @@ async def test_an_erased_account_is_shown_deleted_in_every_game(embedded: Embedd
     embedded.service.on_ban("p1", Ban(None, "cheating"))  # a ban is no erasure
     embedded.service.on_ban("p1", erased_entry())
     await asyncio.gather(*embedded.service._erasures)
+    # What open streams read for their next view (no store read) changed at once too.
+    held = embedded.service.repository.names.known(first.game_id)
+    assert (held["p1"].display_name, held["p1"].deleted, held["p0"].display_name) == (
+        "", True, "Ali")
     assert await _shown(embedded, first.game_id) == [
         ("p0", "Ali", False), ("p1", "", True), ("p2", "Reza", False), ("p3", "Nima", False)]
     assert await _shown(embedded, second.game_id) == [
