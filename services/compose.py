@@ -82,6 +82,7 @@ if TYPE_CHECKING:
     from services.chat.tables import TableFacts
     from services.chat.talk_log import TalkLog
     from services.console.server import ConsoleServer
+    from services.game.service import GameService
     from services.lobby.app import Lobby
     from services.lobby.changes import Tables
     from services.lobby.store import LobbyStore
@@ -263,6 +264,8 @@ class Composition:
     reporter: PresenceReporter | None = field(init=False, default=None)
     takeovers: Takeovers | None = field(init=False, default=None)
     lobby: Lobby | None = field(init=False, default=None)
+    game: GameService | None = field(init=False, default=None)
+    """The game service, when this process runs it."""
     workers: BotWorkers | None = field(init=False, default=None)
     _channel: grpc.aio.Channel | None = field(init=False, default=None)
     _tasks: list[asyncio.Task[None]] = field(init=False, default_factory=list)
@@ -293,7 +296,7 @@ class Composition:
             from services.game.app import SERVICE_NAMES as GAME_SERVICE_NAMES
             from services.game.app import mount_game_service
 
-            mount_game_service(
+            self.game = mount_game_service(
                 server, self.store, self.bus, self.notify, metrics=self.metrics,
                 signer=self.signer, presence=self.reporter, clock=self.clock,
             )
@@ -369,6 +372,8 @@ class Composition:
         await self.revocations.start()
         # Told of bans before the list's first snapshot arrives, so that a ban decided while
         # this process was down still takes its player out of tables and tournaments.
+        if self.game is not None:
+            self.bans.listen(self.game.on_ban)
         if self.lobby is not None:
             self.bans.listen(self.lobby.on_ban)
         if self.tournament is not None:

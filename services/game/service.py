@@ -31,6 +31,7 @@ from engine.core.payload import put, take
 from engine.registry import GAMES
 from services.game.commands import CommandHandler, Outcome, Submission
 from services.game.control import SeatControls, seat_control_of
+from services.game.names import log_players
 from services.game.play import (
     HEARTBEAT_SECONDS,
     QUEUE_LIMIT,
@@ -41,8 +42,9 @@ from services.game.play import (
 from services.game.repository import GameRepository, GameSnapshot
 from services.game.status import ServiceCounts
 from services.game.streams import GameFeeds
-from services.game.turns import fill_turn, next_to_act, turn_for
+from services.game.turns import fill_turn, named_view, next_to_act, turn_for
 from services.platform.auth import Identity, Role, current_identity
+from services.platform.bans import Ban
 from services.platform.bus import Bus, InProcessBus
 from services.platform.clock import wall_clock_ms
 from services.platform.errors import Reason, ServiceError, abort_with, status_of
@@ -77,7 +79,7 @@ def check_game_id(game_id: str) -> str:
 
 
 def seated_players(players: Iterable[common_pb2.Player]) -> list[common_pb2.Player]:
-    """The players of a new game as its log will name them: each display name cleaned by
+    """The players of a new game as its views will name them: each display name cleaned by
     the rules of every name others see (:func:`~services.platform.validation.clean_display_name`:
     no control, bidi, zero-width or escape character), whoever creates the game.
 
@@ -283,7 +285,8 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         """Seals finished logs; a server passes its configured key
         (:func:`services.platform.keys.load_signer`), tests get a key of their own."""
         self.bus = bus
-        self.feeds = GameFeeds(repository.store, bus, on_live=self._observe_lag, clock=clock)
+        self.feeds = GameFeeds(repository.store, bus, on_live=self._observe_lag, clock=clock,
+                               names=repository.names.known)
         """The live feeds of this process's Subscribe streams, one per game."""
         self.metrics = metrics
         self._notify = notify
@@ -300,6 +303,26 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         self.play_streams = PlayStats()
         self.counts = ServiceCounts(started_at_ms=self._clock())
         """What this replica has done (``GetServerStatus``)."""
+        self._erasures: set[asyncio.Task[None]] = set()
+
+    def on_ban(self, player_id: str, ban: Ban | None) -> None:
+        """A :data:`~services.platform.bans.BanListener`: a deleted account's names are
+        blanked in every game's seat names, in the background (every replica does it; the
+        second time changes nothing). The signed logs never held them."""
+        if ban is None or not ban.erased:
+            return
+        task = asyncio.get_running_loop().create_task(self._erase_names(player_id),
+                                                      name=f"game-erase:{player_id}")
+        self._erasures.add(task)
+        task.add_done_callback(self._erasures.discard)
+
+    async def _erase_names(self, player_id: str) -> None:
+        try:
+            seats = await self.repository.names.erase(player_id)
+        except Exception:
+            _log.exception("names_not_erased", player_id=player_id)
+        else:
+            _log.info("names_erased", player_id=player_id, seats=seats)
 
     @_rpc
     async def CreateGame(
@@ -333,8 +356,11 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         game_id = request.game_id or uuid.uuid4().hex
         if not _GAME_ID.fullmatch(game_id):
             raise _invalid("game_id: 1 to 64 letters, digits, '-' or '_'")
+        # The log names each player by its opaque id only; the names are kept beside it
+        # (services.game.names), so that an erased account's name can go.
+        players, seat_names = log_players(seated_players(request.players))
         events = game.start(
-            rules, seed, seated_players(request.players), at_ms=self._clock(),
+            rules, seed, players, at_ms=self._clock(),
             server_seed_chosen=bool(request.server_seed),
         )
         entries = chain_log(events)
@@ -344,6 +370,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
                 # unset: allowed, as for every caller that predates the field
                 spectators_allowed=(request.spectators_allowed
                                     if request.HasField("spectators_allowed") else True),
+                seat_names=seat_names,
             )
         except GameExists:
             # The id as the caller sent it, not the store's wording.
@@ -383,7 +410,8 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             # more than deciding the command, so their replies say whose turn it is only.
             reply.turn.CopyFrom(turn_for(seats, seat))
         else:
-            fill_turn(reply, game, state, seat, seats, always_view=True)
+            fill_turn(reply, game, state, seat, seats, always_view=True,
+                      names=await self.repository.names.of(submission.game_id))
         return reply
 
     async def apply(self, identity: Identity, submission: Submission) -> Outcome:
@@ -423,7 +451,8 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             snapshot, identity, request.seat if request.HasField("seat") else None
         )
         await self._check_spectator(identity, snapshot.game_id, seat)
-        view = snapshot.game.view(snapshot.state, seat)
+        view = named_view(snapshot.game, snapshot.state, seat,
+                          await self.repository.names.of(snapshot.game_id))
         reply = game_pb2.GetViewResponse(
             seq=snapshot.seq, server_time_ms=self._clock(),
             turn=turn_for(next_to_act(snapshot.game, snapshot.state), seat),
@@ -457,6 +486,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         snapshot = await self.repository.refresh(game_id)
         if snapshot.is_over and after_seq >= snapshot.seq:
             return
+        await self.repository.names.of(game_id)  # held for the stream's views (feeds.names)
         # A seated player's stream: presence counts it, and it gives the seat back if a
         # bot stood in (services.game.control).
         seated_player = not identity.is_privileged and seat is not None

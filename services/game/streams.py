@@ -37,7 +37,7 @@ import collections
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, Final, TypeVar
 
 from dast.v1 import game_pb2, log_pb2
@@ -46,7 +46,7 @@ from services.game.turns import NextToAct, fill_turn, next_to_act
 from services.platform.bus import Bus, LiveStream
 from services.platform.clock import wall_clock_ms
 from services.platform.limits import TokenBuckets, settle_stream
-from services.platform.store import EventStore
+from services.platform.store import EventStore, SeatName
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +175,8 @@ class _Feed:
             seats = self._next.get(entry.event.seq)
             if seats is None:
                 seats = self._next[entry.event.seq] = next_to_act(self.game, state)
-            fill_turn(response, self.game, state, seat, seats, always_view=False)
+            fill_turn(response, self.game, state, seat, seats, always_view=False,
+                      names=self._feeds.names(self.game_id))
         return response
 
     def know(self, seq: int, state: Any) -> None:
@@ -341,8 +342,12 @@ class GameFeeds:
         poll_seconds: tuple[float, ...] = POLL_SECONDS,
         window_entries: int = WINDOW_ENTRIES,
         clock: Callable[[], int] = wall_clock_ms,
+        names: Callable[[str], Mapping[str, SeatName]] = lambda _game_id: {},
     ) -> None:
         self.store = store
+        self.names = names
+        """The seats' names of a game, for the views the responses carry (what the
+        replica holds: :meth:`services.game.names.SeatNames.known`)."""
         self.bus = bus
         self.on_live = on_live
         self.clock = clock

@@ -113,13 +113,32 @@ class TournamentApp:
 
     def on_ban(self, player_id: str, ban: Ban | None) -> None:
         """A :data:`~services.platform.bans.BanListener`: withdraw a banned player from every
-        tournament of theirs (:meth:`withdraw_player`), in the background."""
+        tournament of theirs (:meth:`withdraw_player`), and blank a deleted account's names
+        (:meth:`erase_names`), in the background."""
         if ban is None:
             return
         task = asyncio.get_running_loop().create_task(self.withdraw_player(player_id),
                                                       name=f"tournament-ban:{player_id}")
         self._withdrawals.add(task)
         task.add_done_callback(self._withdrawals.discard)
+        if ban.erased:
+            erasing = asyncio.get_running_loop().create_task(
+                self.erase_names(player_id), name=f"tournament-erase:{player_id}")
+            self._withdrawals.add(erasing)
+            erasing.add_done_callback(self._withdrawals.discard)
+
+    async def erase_names(self, player_id: str) -> int:
+        """Blank the names ``player_id`` registered under in every tournament (a deleted
+        account): shown as a deleted player's from now on; how many. The logs never held
+        them (services.tournament.names). Every replica does it; a second time changes
+        nothing."""
+        try:
+            erased = await asyncio.to_thread(self.tournaments.store.erase_names, player_id)
+        except Exception:
+            _log.exception("tournament_names_not_erased", player_id=player_id)
+            return 0
+        _log.info("tournament_names_erased", player_id=player_id, names=erased)
+        return erased
 
     async def withdraw_player(self, player_id: str) -> int:
         """Withdraw the entries of ``player_id`` (alone or in a pair) from every tournament
