@@ -44,6 +44,7 @@ from services.game.status import ServiceCounts
 from services.game.streams import GameFeeds
 from services.game.turns import fill_turn, named_view, next_to_act, turn_for
 from services.platform.auth import Identity, Role, current_identity
+from services.platform.background import BackgroundTasks
 from services.platform.bans import Ban
 from services.platform.bus import Bus, InProcessBus
 from services.platform.clock import wall_clock_ms
@@ -303,7 +304,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         self.play_streams = PlayStats()
         self.counts = ServiceCounts(started_at_ms=self._clock())
         """What this replica has done (``GetServerStatus``)."""
-        self._erasures: set[asyncio.Task[None]] = set()
+        self._erasures = BackgroundTasks()
 
     def on_ban(self, player_id: str, ban: Ban | None) -> None:
         """A :data:`~services.platform.bans.BanListener`: a deleted account's names are
@@ -311,10 +312,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         second time changes nothing). The signed logs never held them."""
         if ban is None or not ban.erased:
             return
-        task = asyncio.get_running_loop().create_task(self._erase_names(player_id),
-                                                      name=f"game-erase:{player_id}")
-        self._erasures.add(task)
-        task.add_done_callback(self._erasures.discard)
+        self._erasures.spawn(self._erase_names(player_id), name=f"game-erase:{player_id}")
 
     async def _erase_names(self, player_id: str) -> None:
         try:

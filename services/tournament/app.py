@@ -27,6 +27,7 @@ import structlog
 from dast.v1 import tournament_pb2, tournament_pb2_grpc
 from engine import tournament as engine
 from services.platform.auth import TokenSigner
+from services.platform.background import BackgroundTasks
 from services.platform.bans import Ban
 from services.platform.bus import Bus, InProcessBus, cancel_and_wait, open_bus
 from services.platform.clock import Clock, wall_clock_ms
@@ -74,7 +75,7 @@ class TournamentApp:
     conductor: Conductor | None = field(init=False, default=None)
     _games: GrpcTournamentGames | None = field(init=False, default=None)
     _tasks: list[asyncio.Task[None]] = field(init=False, default_factory=list)
-    _withdrawals: set[asyncio.Task[int]] = field(init=False, default_factory=set)
+    _withdrawals: BackgroundTasks = field(init=False, default_factory=BackgroundTasks)
 
     @classmethod
     def build(cls, store: TournamentStore, bus: Bus, *, signer: TokenSigner,
@@ -117,15 +118,11 @@ class TournamentApp:
         (:meth:`erase_names`), in the background."""
         if ban is None:
             return
-        task = asyncio.get_running_loop().create_task(self.withdraw_player(player_id),
-                                                      name=f"tournament-ban:{player_id}")
-        self._withdrawals.add(task)
-        task.add_done_callback(self._withdrawals.discard)
+        self._withdrawals.spawn(self.withdraw_player(player_id),
+                                name=f"tournament-ban:{player_id}")
         if ban.erased:
-            erasing = asyncio.get_running_loop().create_task(
-                self.erase_names(player_id), name=f"tournament-erase:{player_id}")
-            self._withdrawals.add(erasing)
-            erasing.add_done_callback(self._withdrawals.discard)
+            self._withdrawals.spawn(self.erase_names(player_id),
+                                    name=f"tournament-erase:{player_id}")
 
     async def erase_names(self, player_id: str) -> int:
         """Blank the names ``player_id`` registered under in every tournament (a deleted

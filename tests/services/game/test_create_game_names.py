@@ -6,8 +6,6 @@ cleaned (or refused) the same way. The names never reach the signed log
 
 from __future__ import annotations
 
-import asyncio
-
 import grpc
 import pytest
 
@@ -125,7 +123,7 @@ async def test_an_erased_account_is_shown_deleted_in_every_game(embedded: Embedd
     assert ("p1", "Sara", False) in await _shown(embedded, first.game_id)  # cached now
     embedded.service.on_ban("p1", Ban(None, "cheating"))  # a ban is no erasure
     embedded.service.on_ban("p1", erased_entry())
-    await asyncio.gather(*embedded.service._erasures)
+    await embedded.service._erasures.wait()
     # What open streams read for their next view (no store read) changed at once too.
     held = embedded.service.repository.names.known(first.game_id)
     assert (held["p1"].display_name, held["p1"].deleted, held["p0"].display_name) == (
