@@ -5,8 +5,11 @@ one live subscription on the bus, one task following it, and a window of the gam
 entries with the responses already redacted for each projection (a seat, or the public one
 of spectators). A stream is then a cursor into that window: when an event arrives the feed
 wakes every stream once, each takes the entries after its cursor, and streams of the same
-projection send the same response object, redacted once. Nothing per event is done per
-stream but the send itself: no queue, task, redaction or store read of its own.
+projection send the same bytes, redacted and serialised once (:meth:`GameFeeds.encoded_after`:
+per event, projection and envelope, a Subscribe response or a Play message; the server's
+response serializer passes bytes through, :func:`services.platform.server.passing_encoded`).
+Nothing per event is done per stream but the send itself: no queue, task, redaction,
+serialisation or store read of its own.
 
 The merge: the feed subscribes to the bus first; a stream then replays the store's entries
 after its ``after_seq`` and follows the feed, skipping any seq already sent. A live entry
@@ -38,7 +41,10 @@ import contextlib
 import itertools
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, Final, TypeVar
+
+from google.protobuf.message import Message
 
 from dast.v1 import game_pb2, log_pb2
 from engine.core.protocol import Game
@@ -76,6 +82,19 @@ _Sent = TypeVar("_Sent")
 Seat = int | None
 """A projection: the seat whose view a stream carries, or None for the public one."""
 
+Envelope = Callable[[game_pb2.SubscribeResponse], Message]
+"""The message a response is sent in (a Play stream's ``PlayResponse``); a module-level
+function, as it keys the feed's cache of serialised responses."""
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A response as sent, serialised (shared between the streams that send it)."""
+
+    seq: int
+    """The seq of the event it carries."""
+    data: bytes
+
 
 def _poll_waits(schedule: tuple[float, ...]) -> Iterator[float]:
     yield from schedule
@@ -112,6 +131,7 @@ class _Feed:
             maxlen=feeds.window_entries
         )
         self._responses: dict[int, dict[Seat, game_pb2.SubscribeResponse]] = {}
+        self._encoded: dict[int, dict[tuple[Seat, Envelope | None], Encoded]] = {}
         self._states: dict[int, Any] = {}
         """The game's state after each seq the feed can tell the turn of (see module doc)."""
         self._next: dict[int, NextToAct] = {}
@@ -164,6 +184,20 @@ class _Feed:
             response = self._made(entry, seat)
             by_seat[seat] = response
         return response
+
+    def encoded(self, entry: log_pb2.LogEntry, seat: Seat, envelope: Envelope | None) -> Encoded:
+        """:meth:`response`, in ``envelope`` if any, serialised once per projection and
+        envelope while in the window."""
+        key = (seat, envelope)
+        by_key = self._encoded.get(entry.event.seq)
+        if by_key is not None and (found := by_key.get(key)) is not None:
+            return found
+        response = self.response(entry, seat)
+        message = response if envelope is None else envelope(response)
+        made = Encoded(entry.event.seq, message.SerializeToString())
+        if by_key is not None:
+            by_key[key] = made
+        return made
 
     def _made(self, entry: log_pb2.LogEntry, seat: Seat) -> game_pb2.SubscribeResponse:
         response = game_pb2.SubscribeResponse(
@@ -240,6 +274,7 @@ class _Feed:
             if len(self._window) == self._window.maxlen:
                 oldest = self._window[0].event.seq
                 self._responses.pop(oldest, None)
+                self._encoded.pop(oldest, None)
                 for old in (oldest - 1, oldest):
                     self._states.pop(old, None)
                     self._next.pop(old, None)
@@ -251,6 +286,7 @@ class _Feed:
             self._state_after(entry)  # once per event, whether or not a stream reads it
             self._window.append(entry)
             self._responses[seq] = {}
+            self._encoded[seq] = {}
             self.last = seq
             added = True
             if final:
@@ -375,6 +411,20 @@ class GameFeeds:
         return self._entries(
             game, game_id, after_seq, head_seq, lambda entry, feed: feed.response(entry, seat),
             head=head,
+        )
+
+    def encoded_after(
+        self, game: Game, game_id: str, after_seq: int, seat: Seat, *,
+        envelope: Envelope | None = None,
+        head_seq: int | None = None, head_state: Any | None = None,
+    ) -> AsyncGenerator[Encoded, None]:
+        """:meth:`responses_after`, each response (in ``envelope`` if any) serialised, once
+        for every stream of the same projection and envelope (a spectator flood costs each
+        event one serialisation, not one a stream)."""
+        head = None if head_seq is None or head_state is None else (head_seq, head_state)
+        return self._entries(
+            game, game_id, after_seq, head_seq,
+            lambda entry, feed: feed.encoded(entry, seat, envelope), head=head,
         )
 
     def entries_after(

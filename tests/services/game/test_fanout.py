@@ -12,6 +12,7 @@ import grpc
 from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2
 from engine import hokm
 from engine.core.rng import DeterministicRandom
+from services.game.play import play_event
 from services.game.streams import GameFeeds
 from services.platform.auth import Role
 from services.platform.bus import InProcessBus
@@ -140,3 +141,43 @@ async def test_a_stream_behind_the_shared_window_reads_what_it_missed_from_the_s
                                                                  len(entries) + 1))
     assert [reply.hash for reply in received] == [entry.hash for entry in entries[first.event.seq:]]
     assert feeds.open_games == 0
+
+
+async def test_streams_of_one_projection_send_the_same_bytes_serialised_once() -> None:
+    store, bus = MemoryEventStore(), InProcessBus()
+    await bus.start()
+    entries = started_game(store)
+    feeds = GameFeeds(store, bus, poll_seconds=(5.0,))
+    after = len(entries) - 1
+    spectators = [feeds.encoded_after(hokm, "g", after, None) for _ in range(3)]
+    seat_streams = [feeds.encoded_after(hokm, "g", after, 0, envelope=play_event)
+                    for _ in range(2)]
+    seat_one = feeds.encoded_after(hokm, "g", after, 1, envelope=play_event)
+    readers = (*spectators, *seat_streams, seat_one)
+    try:
+        for reader in readers:  # open: each reads the last stored event
+            await asyncio.wait_for(anext(reader), TIMEOUT)
+        more = next_entries(entries)  # a live event, through the feed's shared window
+        store.append("g", more, command_id="c1", sender="p1")
+        await bus.publish("hokm", "g", more)
+        entries += more
+        public = [await asyncio.wait_for(anext(reader), TIMEOUT) for reader in spectators]
+        seat = [await asyncio.wait_for(anext(reader), TIMEOUT) for reader in seat_streams]
+        other = await asyncio.wait_for(anext(seat_one), TIMEOUT)
+    finally:
+        for reader in readers:
+            await reader.aclose()
+        await bus.close()
+    last = more[0]
+    # One serialisation per projection and envelope, shared (the same object) by its streams.
+    assert all(encoded.data is public[0].data for encoded in public)
+    assert all(encoded.data is seat[0].data for encoded in seat)
+    assert {encoded.seq for encoded in (*public, *seat, other)} == {last.event.seq}
+    spectator_sees = game_pb2.SubscribeResponse.FromString(public[0].data)
+    assert spectator_sees.event == hokm.redact(last.event, None)
+    assert spectator_sees.hash == last.hash
+    # A seat's bytes are its own projection in a Play message; another seat's differ.
+    seat_sees = game_pb2.PlayResponse.FromString(seat[0].data).event
+    assert seat_sees.event == hokm.redact(last.event, 0)
+    assert seat_sees.hash == last.hash
+    assert game_pb2.PlayResponse.FromString(other.data).event.event == hokm.redact(last.event, 1)
