@@ -108,6 +108,11 @@ class EndedWith(Exception):
         self.status = status
 
 
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class Outbox:
     """The messages waiting for the client, and the outcomes waiting for their events."""
 
@@ -117,7 +122,8 @@ class Outbox:
         self._queue: deque[Sent] = deque()
         self._held: deque[tuple[int, Sent]] = deque()
         """Accepted outcomes, each until the events up to its seq are queued."""
-        self._changed = asyncio.Event()
+        self._waiter: asyncio.Future[None] | None = None
+        """The sender's wait for something to send, while it waits."""
         self.events_through = 0
         """The seq of the last event queued."""
         self.failure: BaseException | None = None
@@ -137,7 +143,7 @@ class Outbox:
         self._queue.append(message)
         if len(self._queue) > self._stats.most_queued:
             self._stats.most_queued = len(self._queue)
-        self._changed.set()
+        self._wake()
 
     def put_event(self, event: Encoded) -> None:
         """Queue an event, then the outcomes it was the last one missing for."""
@@ -162,19 +168,30 @@ class Outbox:
     def fail(self, failure: BaseException) -> None:
         if self.failure is None:
             self.failure = failure
-        self._changed.set()
+        self._wake()
 
     def end_events(self) -> None:
         self.events_ended = True
-        self._changed.set()
+        self._wake()
 
     async def take(self, timeout: float) -> Sent | None:
         """The next message, waiting at most ``timeout`` seconds (None: nothing came)."""
         if not self._queue:
-            self._changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), timeout)
+            # A future and a timer, not asyncio.wait_for: that wraps the wait in a task of
+            # its own each time, a cost paid for nearly every message a stream sends.
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            timer = loop.call_later(timeout, _resolve, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
         return self._queue.popleft() if self._queue else None
+
+    def _wake(self) -> None:
+        if self._waiter is not None:
+            _resolve(self._waiter)
 
 
 class PlayStream:
