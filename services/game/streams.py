@@ -72,6 +72,11 @@ and live stream the rest. Live entries are never paced."""
 LIVE_LAG: Final = 16
 """How far behind the newest entry a stream is still live (a reconnect after a few
 seconds away is not paced)."""
+OLDER_ENTRIES: Final = 4 * REPLAY_CHUNK
+"""Entries older than the window a feed keeps once a stream replaying them read them from the
+store, with their responses: a crowd replaying a match from its first event (paced together,
+:data:`CATCH_UP_PER_SECOND`) reads each chunk from the store, and redacts and serialises each
+entry, once per projection instead of once per stream."""
 REPLAYS_AT_ONCE: Final = 8
 """Store reads of streams replaying that a process runs at once: each copies the log's tail
 before keeping its chunk, so a crowd opening streams from the first event (a spectator
@@ -132,6 +137,10 @@ class _Feed:
         )
         self._responses: dict[int, dict[Seat, game_pb2.SubscribeResponse]] = {}
         self._encoded: dict[int, dict[tuple[Seat, Envelope | None], Encoded]] = {}
+        self._older: dict[int, log_pb2.LogEntry] = {}
+        """Entries before the window that streams replaying read from the store (at most
+        :data:`OLDER_ENTRIES`, the first read first dropped); their responses in
+        ``_encoded`` too."""
         self._states: dict[int, Any] = {}
         """The game's state after each seq the feed can tell the turn of (see module doc)."""
         self._next: dict[int, NextToAct] = {}
@@ -190,6 +199,8 @@ class _Feed:
         envelope while in the window."""
         key = (seat, envelope)
         by_key = self._encoded.get(entry.event.seq)
+        if by_key is None and entry.event.seq in self._older:
+            by_key = self._encoded.setdefault(entry.event.seq, {})
         if by_key is not None and (found := by_key.get(key)) is not None:
             return found
         response = self.response(entry, seat)
@@ -211,6 +222,31 @@ class _Feed:
                 seats = self._next[entry.event.seq] = next_to_act(self.game, state)
             fill_turn(response, self.game, state, seat, seats, always_view=False)
         return response
+
+    def older_after(self, cursor: int) -> list[log_pb2.LogEntry] | None:
+        """The kept entries before the window after ``cursor`` as the store would give
+        them: a whole chunk, or every entry up to the window; None if not kept."""
+        window_start = self._window[0].event.seq if self._window else self.last + 1
+        entries: list[log_pb2.LogEntry] = []
+        seq = cursor + 1
+        while len(entries) < REPLAY_CHUNK and seq < window_start:
+            entry = self._older.get(seq)
+            if entry is None:
+                return None
+            entries.append(entry)
+            seq += 1
+        return entries or None
+
+    def keep_older(self, entries: list[log_pb2.LogEntry]) -> None:
+        """Keep those of ``entries`` (read from the store) that are before the window."""
+        window_start = self._window[0].event.seq if self._window else self.last + 1
+        for entry in entries:
+            if entry.event.seq < window_start:
+                self._older[entry.event.seq] = entry
+        while len(self._older) > OLDER_ENTRIES:
+            dropped = next(iter(self._older))
+            del self._older[dropped]
+            self._encoded.pop(dropped, None)
 
     def know(self, seq: int, state: Any) -> None:
         """Start (or keep) folding the game's state from ``state``, the state after ``seq``
@@ -455,7 +491,7 @@ class GameFeeds:
             # The window already holds what follows (a stream joining a live game): nothing
             # to read. Otherwise the store's first chunk, then the window or more chunks.
             if feed.after(cursor) is None or head_seq is None or feed.last < head_seq:
-                stored = await self._stored_after(game_id, cursor)
+                stored = await self._stored_after(feed, cursor)
                 if len(stored) < REPLAY_CHUNK:  # up to the store's head
                     feed.absorb(stored)  # entries newer than the feed's: their turns get told
                 newest = max(feed.last, head_seq or 0, stored[-1].event.seq if stored else 0)
@@ -470,7 +506,7 @@ class GameFeeds:
                 fresh = feed.after(cursor)
                 from_store = fresh is None
                 if fresh is None:  # behind the window: catch up from the store
-                    fresh = await self._stored_after(game_id, cursor)
+                    fresh = await self._stored_after(feed, cursor)
                 if not fresh:
                     if feed.ended:
                         return
@@ -500,11 +536,20 @@ class GameFeeds:
         while (wait := self._catch_up.take(None)) > 0:
             await asyncio.sleep(wait)
 
-    async def _stored_after(self, game_id: str, cursor: int) -> list[log_pb2.LogEntry]:
-        """The store's next :data:`REPLAY_CHUNK` entries after ``cursor`` (at most
-        :data:`REPLAYS_AT_ONCE` such reads at once in the process)."""
+    async def _stored_after(self, feed: _Feed, cursor: int) -> list[log_pb2.LogEntry]:
+        """The store's next :data:`REPLAY_CHUNK` entries after ``cursor``, kept by the feed
+        if another stream read them already (at most :data:`REPLAYS_AT_ONCE` store reads at
+        once in the process)."""
+        kept = feed.older_after(cursor)
+        if kept is not None:
+            return kept
         async with self._replays:
-            return await asyncio.to_thread(self._chunk_after, game_id, cursor)
+            kept = feed.older_after(cursor)  # read by another stream while this one waited
+            if kept is not None:
+                return kept
+            stored = await asyncio.to_thread(self._chunk_after, feed.game_id, cursor)
+        feed.keep_older(stored)
+        return stored
 
     def _chunk_after(self, game_id: str, cursor: int) -> list[log_pb2.LogEntry]:
         # In the store's thread: the rest of the copy is dropped before the stream sees it.
