@@ -38,7 +38,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -407,29 +409,27 @@ async def _embedded_cpu(server: Server, kind: SeatKind, games: int, warmup: floa
     return round(per_command, 1), len(outcomes.errors)
 
 
-async def _embedded(args: argparse.Namespace) -> dict[str, Any]:
+def _embedded_server(data_dir: str) -> Server:
+    return _spawn(
+        [sys.executable, "-m", "services.compose"],
+        {"DAST_LISTEN": "127.0.0.1:0", **token_environment(["game"]),
+         "DAST_LOG_LEVEL": "warning", "DAST_SIGNING_KEY": SIGNING_KEY,
+         "DAST_SERVICES": "game", "DAST_DATA_DIR": data_dir, **CAPACITY_LIMITS,
+         **UNLIMITED_CALLS},
+    )
+
+
+async def _embedded(server: Server, args: argparse.Namespace) -> dict[str, Any]:
     figures: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory() as data_dir:
-        server = _spawn(
-            [sys.executable, "-m", "services.compose"],
-            {"DAST_LISTEN": "127.0.0.1:0", **token_environment(["game"]),
-             "DAST_LOG_LEVEL": "warning", "DAST_SIGNING_KEY": SIGNING_KEY,
-             "DAST_SERVICES": "game", "DAST_DATA_DIR": data_dir, **CAPACITY_LIMITS,
-             **UNLIMITED_CALLS},
-        )
-        try:
-            # Alternating, so that what else the machine does touches both paths alike.
-            unary: list[float] = []
-            play: list[float] = []
-            errors = 0
-            for _ in range(args.rounds):
-                for kind, into in ((SubscribeSeat, unary), (PlaySeat, play)):
-                    us, failed = await _embedded_cpu(
-                        server, kind, args.games, args.warmup, args.seconds)
-                    into.append(us)
-                    errors += failed
-        finally:
-            server.stop()
+    # Alternating, so that what else the machine does touches both paths alike.
+    unary: list[float] = []
+    play: list[float] = []
+    errors = 0
+    for _ in range(args.rounds):
+        for kind, into in ((SubscribeSeat, unary), (PlaySeat, play)):
+            us, failed = await _embedded_cpu(server, kind, args.games, args.warmup, args.seconds)
+            into.append(us)
+            errors += failed
     figures["unary_cpu_us_per_command"] = min(unary)
     figures["play_cpu_us_per_command"] = min(play)
     figures["embedded_errors"] = errors
@@ -496,7 +496,9 @@ async def _sweep(servers: Sequence[Server], database_url: str, args: argparse.Na
     return steps
 
 
-async def _capacity(args: argparse.Namespace, replicas: int) -> dict[str, Any]:
+def _capacity(args: argparse.Namespace, replicas: int) -> dict[str, Any]:
+    """The sweep on ``replicas`` replicas; run in a process of its own (the replicas are
+    started before it holds any gRPC channel: a fork beside gRPC's threads can fail)."""
     suffix = "" if replicas == 1 else f"_{replicas}_replicas"
     cores = sorted(os.sched_getaffinity(0))
     pinned: list[int | None] = [None] if replicas == 1 else [
@@ -504,7 +506,7 @@ async def _capacity(args: argparse.Namespace, replicas: int) -> dict[str, Any]:
     with fresh_place(args.database_url, args.nats_url) as place:
         servers = [_game_server(place, args.nats_url, cpu) for cpu in pinned]
         try:
-            steps = await _sweep(servers, args.database_url, args)
+            steps = asyncio.run(_sweep(servers, args.database_url, args))
         finally:
             for server in servers:
                 server.stop()
@@ -527,18 +529,30 @@ async def _capacity(args: argparse.Namespace, replicas: int) -> dict[str, Any]:
 # ---- the run ------------------------------------------------------------------------
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Every figure of one bench run (one event loop: grpc.aio's poller outlives none)."""
+async def _in_process(floor: Server, embedded: Server, args: argparse.Namespace
+                      ) -> dict[str, Any]:
+    """The floors and the embedded figures (one event loop: grpc.aio's poller outlives none)."""
+    figures = await _floors(floor, args.floor_clients, args.warmup, args.seconds)
+    figures.update(await _embedded(embedded, args))
+    return figures
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Every figure of one bench run."""
     _raise_fd_limit()
-    os.environ.update(UNLIMITED_CALLS)  # the replicas' settings (bench.scale._game_server)
     result: dict[str, Any] = {"quick": args.quick, "games": args.games,
                               "pg_games": args.pg_games, "cores": len(os.sched_getaffinity(0))}
-    floor = _spawn([sys.executable, __file__, "--floor-server"], {})
-    try:
-        result.update(await _floors(floor, args.floor_clients, args.warmup, args.seconds))
-    finally:
-        floor.stop()
-    result.update(await _embedded(args))
+    # Both servers start before this process opens a channel (see _capacity).
+    with tempfile.TemporaryDirectory() as data_dir:
+        floor = _spawn([sys.executable, __file__, "--floor-server"], {})
+        try:
+            embedded = _embedded_server(data_dir)
+            try:
+                result.update(asyncio.run(_in_process(floor, embedded, args)))
+            finally:
+                embedded.stop()
+        finally:
+            floor.stop()
     result["unary_over_play"] = round(
         result["unary_cpu_us_per_command"] / result["play_cpu_us_per_command"], 2)
     result["play_over_stream_echo"] = round(
@@ -547,8 +561,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         return result
     if not (_reachable(args.database_url, 5432) and _reachable(args.nats_url, 4222)):
         raise SystemExit("bench/request_path.py needs PostgreSQL and NATS (or --skip-pg)")
-    result.update(await _capacity(args, 1))
-    result.update(await _capacity(args, 2))
+    for replicas in (1, 2):
+        sweep = subprocess.run(
+            [sys.executable, __file__, *sys.argv[1:], "--capacity-replicas", str(replicas)],
+            check=True, stdout=subprocess.PIPE, text=True,
+        )
+        result.update(json.loads(sweep.stdout.strip().splitlines()[-1]))
     return result
 
 
@@ -578,6 +596,7 @@ def main() -> None:
     parser.add_argument("--nats-url", default=os.environ.get(
         "DAST_TEST_NATS_URL", "nats://127.0.0.1:4222"))
     parser.add_argument("--floor-server", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--capacity-replicas", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.floor_server:
         asyncio.run(_floor_server())
@@ -585,7 +604,12 @@ def main() -> None:
     if args.quick:
         args.seconds, args.warmup, args.rounds = 4.0, 2.0, 1
         args.pg_games, args.start_rate, args.step_seconds = 100, 300.0, 5.0
-    result = asyncio.run(run(args))
+    if args.capacity_replicas:
+        _raise_fd_limit()
+        os.environ.update(UNLIMITED_CALLS)  # the replicas' settings (bench.scale._game_server)
+        print(json.dumps(_capacity(args, args.capacity_replicas)), flush=True)
+        return
+    result = run(args)
     print_figures(result, as_json=args.json, width=34)
 
 
