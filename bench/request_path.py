@@ -14,7 +14,9 @@ the load comes from this process (the client), never from the server's:
   ``unary_cpu_us_per_command`` (each seat a ``Subscribe`` stream, commands by
   ``SubmitCommand``) and ``play_cpu_us_per_command`` (each seat a ``Play`` stream carrying
   its commands and events), the server's CPU per command, its fan-out to the four seats
-  included; ``unary_over_play`` (goal ≥ 1.5) and ``play_over_stream_echo`` (goal ≤ 5.0).
+  included (``*_loop_cpu_us_per_command``: its event loop's thread alone; the rest is the
+  store's threads and gRPC's); ``unary_over_play`` (goal ≥ 1.5) and
+  ``play_over_stream_echo`` (goal ≤ 5.0).
 - **PostgreSQL + NATS** (``--database-url``, ``--nats-url``, in a schema and a stream of the
   run's own, ``bench/places.py``), four ``Play`` seats a game, the games offering a fixed
   rate together (open loop: each game its own schedule, spread over the interval), raised

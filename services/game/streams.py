@@ -66,9 +66,9 @@ holds: a stream holds at most this many of its own, however long the log."""
 CATCH_UP_PER_SECOND: Final = 3_000
 """Responses a process sends per second, all together, to streams catching up (more than
 :data:`LIVE_LAG` entries behind: replaying a log they missed), in bursts of as many: a
-response costs the event loop some 40-100 µs (bench/limits.py), so a crowd opening streams
-from a long match's first event takes at most about a third of it, and every other call
-and live stream the rest. Live entries are never paced."""
+response costs the event loop some 50-100 µs (bench/limits.py, with the machine's load),
+so a crowd opening streams from a long match's first event takes at most a sixth to a
+third of it, and every other call and live stream the rest. Live entries are never paced."""
 LIVE_LAG: Final = 16
 """How far behind the newest entry a stream is still live (a reconnect after a few
 seconds away is not paced)."""
