@@ -135,6 +135,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/limits.py --json
 	$(BIN)/python bench/refusals.py --json
 	$(BIN)/python bench/console.py --json
+	$(BIN)/python bench/request_path.py --json --quick
 
 # The engines against their peers (RLCard's game layers) in one interleaved run; the
 # peers come from the `bench` extra, installed here only.

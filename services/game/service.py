@@ -38,10 +38,11 @@ from services.game.play import (
     EndedWith,
     PlayStats,
     PlayStream,
+    Sent,
 )
 from services.game.repository import GameRepository, GameSnapshot
 from services.game.status import ServiceCounts
-from services.game.streams import GameFeeds
+from services.game.streams import Encoded, Envelope, GameFeeds
 from services.game.turns import fill_turn, named_view, next_to_act, turn_for
 from services.platform.auth import Identity, Role, current_identity
 from services.platform.background import BackgroundTasks
@@ -132,8 +133,10 @@ _Reply = TypeVar("_Reply", bound=Message)
 _UnaryMethod = Callable[
     ["GameService", _Request, grpc.aio.ServicerContext], Coroutine[Any, Any, _Reply]
 ]
+_Sent = TypeVar("_Sent", bound=Message | bytes)
+"""A streamed response: a message, or one serialised already (shared between streams)."""
 _StreamingMethod = Callable[
-    ["GameService", _Request, grpc.aio.ServicerContext], AsyncGenerator[_Reply, None]
+    ["GameService", _Request, grpc.aio.ServicerContext], AsyncGenerator[_Sent, None]
 ]
 _RefusalHook = Callable[["GameService", _Request, grpc.StatusCode, str], None]
 """Told of each refused call of one method: (service, request, status code, reason)."""
@@ -194,15 +197,15 @@ def _rpc_reporting_refusals(
 
 
 def _streaming_rpc(
-    method: _StreamingMethod[_Request, _Reply],
-) -> _StreamingMethod[_Request, _Reply]:
+    method: _StreamingMethod[_Request, _Sent],
+) -> _StreamingMethod[_Request, _Sent]:
     """A server-streaming servicer method (an async generator) whose failures, before or
     between responses, end the stream with their rich status."""
 
     @functools.wraps(method)
     async def answered(
         service: GameService, request: _Request, context: grpc.aio.ServicerContext
-    ) -> AsyncGenerator[_Reply, None]:
+    ) -> AsyncGenerator[_Sent, None]:
         try:
             # aclosing: a stream closed early (the client went away) closes the method's
             # generator now, so its own ``finally`` blocks run at once, not when collected.
@@ -460,20 +463,24 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         return reply
 
     @_streaming_rpc
-    async def Subscribe(
+    async def Subscribe(  # type: ignore[override]  # bytes: responses serialised already
         self, request: game_pb2.SubscribeRequest, context: grpc.aio.ServicerContext
-    ) -> AsyncGenerator[game_pb2.SubscribeResponse, None]:
+    ) -> AsyncGenerator[bytes, None]:
+        # Serialised SubscribeResponses, shared by the streams of one projection (the
+        # server's serializer passes them through: services.platform.server).
         async for response in self.watch(
             current_identity(), request.game_id, request.after_seq,
             request.seat if request.HasField("seat") else None,
         ):
-            yield response
+            yield response.data
 
     async def watch(
-        self, identity: Identity, game_id: str, after_seq: int, requested_seat: int | None
-    ) -> AsyncGenerator[game_pb2.SubscribeResponse, None]:
+        self, identity: Identity, game_id: str, after_seq: int, requested_seat: int | None,
+        envelope: Envelope | None = None,
+    ) -> AsyncGenerator[Encoded, None]:
         """The responses of a stream of ``identity``'s from ``after_seq`` on, as Subscribe
-        sends them (and a Play stream its events), ending after the match's final event."""
+        sends them (a Play stream its events, each in ``envelope``), serialised, ending after
+        the match's final event."""
         game_id = check_game_id(game_id)
         # Who watches, and as whom, from the cached state (a match's seats are fixed when it
         # is created), so that a spectator over the match's cap costs no store read.
@@ -496,9 +503,9 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         self.counts.open_subscriptions += 1
         try:
             # Streams of one game share its feed, and those of one projection its
-            # responses (each redacted once): see services.game.streams.
-            async for response in self.feeds.responses_after(
-                snapshot.game, snapshot.game_id, after_seq, seat,
+            # responses (each redacted and serialised once): see services.game.streams.
+            async for response in self.feeds.encoded_after(
+                snapshot.game, snapshot.game_id, after_seq, seat, envelope=envelope,
                 head_seq=snapshot.seq, head_state=snapshot.state,
             ):
                 yield response
@@ -508,9 +515,9 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             if seated_player and self.presence is not None:
                 self.presence.closed(snapshot.game_id, identity.player_id)
 
-    async def Play(
+    async def Play(  # type: ignore[override]  # events come serialised already
         self, requests: AsyncIterator[game_pb2.PlayRequest], context: grpc.aio.ServicerContext
-    ) -> AsyncGenerator[game_pb2.PlayResponse, None]:
+    ) -> AsyncGenerator[Sent, None]:
         game_id = ""
         try:
             opening = await anext(requests, None)

@@ -102,8 +102,10 @@ class CallerLimits:
     spectator_share: float = 0.5
     """Of ``streams_per_process`` (and of an address's share), what spectators may hold;
     the rest stays for players' own streams."""
-    spectators_per_game: int = 250
-    """Spectator streams of one match (or onlookers of one table) on this process."""
+    spectators_per_game: int = 64
+    """Spectator streams of one match (or onlookers of one table) on this process: each of
+    the match's events wakes them all at once, and every other call waits behind them
+    (about 50 µs each: 3 ms at 64; docs/security.md)."""
     calls_in_flight: int = 256
     """Calls of players and guests being handled at once on this process (unary calls,
     and streams until their first response)."""
