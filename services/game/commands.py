@@ -143,15 +143,22 @@ class CommandHandler:
         notify: Callable[[], None],
         *,
         inline_bus: Bus | None = None,
+        on_committed: Callable[[str, Sequence[log_pb2.LogEntry]], None] | None = None,
     ) -> None:
         self.repository = repository
         self._clock = clock
         self._notify = notify
         self.inline_bus = inline_bus
         """The in-process bus this handler publishes to itself (None: the relay does)."""
+        self.on_committed = on_committed
+        """Told of each batch this process committed, before it is published (this
+        process's streams of the game take it at once: services.game.streams)."""
 
     async def published(self, snapshot: GameSnapshot, entries: Sequence[log_pb2.LogEntry]) -> None:
-        """Hand freshly committed entries on: publish them inline, or wake the relay."""
+        """Hand freshly committed entries on: to this process's streams, then publish them
+        inline, or wake the relay."""
+        if self.on_committed is not None:
+            self.on_committed(snapshot.game_id, entries)
         if self.inline_bus is None:
             self._notify()
             return

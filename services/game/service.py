@@ -298,6 +298,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         self.commands = CommandHandler(
             repository, clock, notify,
             inline_bus=bus if isinstance(bus, InProcessBus) else None,
+            on_committed=self.feeds.committed,
         )
         self.seat_controls = SeatControls(self.commands)
         self.play_queue_limit = QUEUE_LIMIT

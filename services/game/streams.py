@@ -40,7 +40,14 @@ import collections
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -331,6 +338,11 @@ class _Feed:
         if added:
             self._wake()
 
+    def add_committed(self, entries: list[log_pb2.LogEntry]) -> None:
+        """A batch this process committed (see :meth:`GameFeeds.committed`)."""
+        if entries[0].event.seq == self.last + 1:
+            self._add(entries, tail_ends_batch=True)
+
     def _starts_batch(self, entry: log_pb2.LogEntry) -> bool:
         """Whether ``entry`` records a command (the first event of a command's batch)."""
         try:
@@ -372,7 +384,9 @@ class _Feed:
                     self._add(await self._load(), tail_ends_batch=True)
                     continue
                 pending = asyncio.ensure_future(_next_live(live))
-                waits = _poll_waits(self._feeds.poll_seconds)
+                # The bus is alive: the next poll (for a last event it failed to carry)
+                # waits a step longer than after a silence, not one store read per event.
+                waits = _poll_waits(self._feeds.poll_seconds[1:] or self._feeds.poll_seconds)
                 if live_entry.event.seq <= self.last:
                     continue
                 if self._feeds.on_live is not None:
@@ -434,6 +448,16 @@ class GameFeeds:
     def open_games(self) -> int:
         """How many games have a feed (streams open) in this process."""
         return len(self._feeds)
+
+    def committed(self, game_id: str, entries: Sequence[log_pb2.LogEntry]) -> None:
+        """Entries this process just appended to ``game_id`` (a whole batch, so the last
+        ends it): its streams take them at once, without waiting for the bus to carry them
+        back or reading the store to find the batch's end; the bus's copy is then skipped
+        as already had. A batch that does not follow the feed's last entry (another
+        replica's came between) is left to the bus and the store."""
+        feed = self._feeds.get(game_id)
+        if feed is not None and not feed.stopped and entries:
+            feed.add_committed(list(entries))
 
     def responses_after(
         self, game: Game, game_id: str, after_seq: int, seat: Seat, *,
