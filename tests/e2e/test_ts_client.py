@@ -9,9 +9,9 @@ refreshing its access token by itself and renewing it on the open stream. It rea
 server through a TCP proxy of its own; mid-match its player thinks past the access token's
 expiry and then every connection is cut, so its stream must resume with ``after_seq`` on a
 refreshed token; it also loses the outcome of one command (its stream drops just before),
-so that command must be resent on the next stream with the same command id. Afterwards it resumes its stored
-session on a clock an hour behind (the server refuses the expired token, the client
-refreshes and sends the call again), and provokes three refusals (no such table, a stale
+so that command must be resent on the next stream with the same command id. Afterwards it
+resumes its stored session on a clock an hour behind (the server refuses the expired token,
+the client refreshes and sends the call again), and provokes three refusals (no such table, a stale
 ``expected_seq``, sign-ins over the limit). It prints a JSON summary: its receipts, the
 calls it made per method, how often it connected and refreshed, the refusals as its typed
 errors decoded them.
