@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import grpc
-from google.rpc import error_details_pb2
 
 from dast.v1 import game_pb2, game_pb2_grpc
 from services.bot.policies import SeatView, decide
+from services.platform.errors import retry_after_in
 from tests.reliability.load import CALL_SECONDS, TRANSIENT, CallTally, bearer, retrying
 
 STREAM_SILENCE_SECONDS: Final = 12.0
@@ -50,15 +50,6 @@ RETRY_STATUSES: Final = frozenset({grpc.StatusCode.UNAVAILABLE.value[0],
 
 class _Stuck(Exception):
     """The stream talks, but a command's outcome is overdue."""
-
-
-def _retry_delay(status: game_pb2.PlayOutcome) -> float:
-    """RetryInfo's delay of a refused outcome, in seconds (0.2 when it gives none)."""
-    for detail in status.status.details:
-        info = error_details_pb2.RetryInfo()
-        if detail.Unpack(info):
-            return float(info.retry_delay.seconds + info.retry_delay.nanos / 1e9)
-    return 0.2
 
 
 @dataclass
@@ -188,7 +179,7 @@ class PlayPerson:
             self.retried += 1
             self.sent_at[outcome.command_id] = time.monotonic()
             task = asyncio.create_task(self._resend_after(
-                _retry_delay(outcome), command, requests))
+                retry_after_in(outcome.status) or 0.2, command, requests))
             retries.add(task)
             task.add_done_callback(retries.discard)
             return

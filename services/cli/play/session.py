@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import grpc
-from google.rpc import error_details_pb2
 
 from dast.v1 import accounts_pb2_grpc, game_pb2, game_pb2_grpc, lobby_pb2, lobby_pb2_grpc, log_pb2
 from engine.core.payload import put
@@ -36,6 +35,7 @@ from engine.registry import GAMES_BY_NAME
 from services.cli.play.credentials import Credentials
 from services.cli.play.receipts import ReceiptsFile, receipts_path
 from services.platform.channels import CHANNEL_OPTIONS
+from services.platform.errors import retry_after_in
 
 STREAM_ENDED = None
 """Queued when the game stream ends (the match is over, or the connection dropped)."""
@@ -291,7 +291,7 @@ class Session:
         retryable = outcome.status.code in (grpc.StatusCode.UNAVAILABLE.value[0],
                                             grpc.StatusCode.RESOURCE_EXHAUSTED.value[0])
         if retryable and requests is not None:
-            delay = _retry_delay(outcome)
+            delay = retry_after_in(outcome.status) or 0.5  # none given: soon
             threading.Timer(delay, requests.put,
                             [game_pb2.PlayRequest(command=waiting.command)]).start()
             return
@@ -316,11 +316,3 @@ class Session:
         for channel in self._raw_channels:
             channel.close()
 
-
-def _retry_delay(outcome: game_pb2.PlayOutcome) -> float:
-    """RetryInfo's delay of a refused outcome in seconds (half a second when it has none)."""
-    for detail in outcome.status.details:
-        info = error_details_pb2.RetryInfo()
-        if detail.Unpack(info):
-            return float(info.retry_delay.seconds + info.retry_delay.nanos / 1e9)
-    return 0.5
