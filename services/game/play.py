@@ -209,6 +209,10 @@ class PlayStream:
         self._heartbeat_seconds = heartbeat_seconds
         self._clock = clock
         self.outbox = Outbox(queue_limit, service.play_streams)
+        # The client holds the events up to after_seq already: an outcome of a command whose
+        # events it received before the stream opened (a resend answered `duplicate`) waits
+        # for nothing, rather than for events this stream will never send.
+        self.outbox.events_through = opening.after_seq
         self._at_yield = False
         """The sender is handing gRPC a message (stuck there while the client does not read)."""
         self._ended = False

@@ -324,8 +324,12 @@ def error_reason_of(error: grpc.RpcError) -> int:
 def retry_after_of(error: grpc.RpcError) -> float | None:
     """The ``RetryInfo`` delay (seconds) a failed call carries (client side), if any."""
     status = rpc_status.from_call(error)
-    if status is None:
-        return None
+    return None if status is None else retry_after_in(status)
+
+
+def retry_after_in(status: status_pb2.Status) -> float | None:
+    """The ``RetryInfo`` delay (seconds) of a status carried in a message (a Play stream's
+    ``PlayOutcome.status``), if any."""
     for detail in status.details:
         retry = error_details_pb2.RetryInfo()
         if detail.Unpack(retry):

@@ -5,6 +5,9 @@
 - **A person's match**: a guest of the lobby at a table filled with bots, playing its own
   turns, with its game stream held on one game replica (so that pausing that replica past
   the presence grace period hands the seat to a bot, and the log shows it).
+- **A person on a Play stream** (:mod:`tests.reliability.play_person`): another such guest,
+  playing its turns over one ``GameService.Play`` stream on the balanced game address,
+  resuming it from the last seq and resending the commands without an outcome.
 - **Idle streams**: watchers (spectators with tokens of their own) following the matches;
   each resumes after a drop from the last seq it saw, and keeps every (seq, hash) it was
   sent, so the suite can check that no watcher saw a gap, a duplicate or a hash the log

@@ -57,6 +57,10 @@ def render(result: RunResult, command: str) -> str:
             ("moves the person made", result.person_moves),
             ("the person's seat handed to a bot (its replica paused) / given back",
              f"{result.person_takeovers} / {result.person_returns}"),
+            ("moves the person on a Play stream made / streams it opened again (of which "
+             "silent or an outcome overdue) / commands it sent again after a retryable refusal",
+             f"{result.play_person_moves} / {result.play_person_reconnections} "
+             f"({result.play_person_stuck}) / {result.play_person_retried}"),
             ("hostile requests", result.hostile_sent),
         ]),
         "",

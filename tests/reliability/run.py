@@ -29,6 +29,7 @@ from tests.reliability.cluster import Cluster, running_cluster
 from tests.reliability.faults import FaultInjector, Injected
 from tests.reliability.hostile_clients import HostileClients
 from tests.reliability.load import VARIANTS, CallTally, Load, Person, bearer, retrying
+from tests.reliability.play_person import PlayPerson
 from tests.support.hostile import every_service
 from tests.support.tokens import TEST_KEYS
 
@@ -68,6 +69,12 @@ class RunResult:
     person_moves: int
     person_takeovers: int
     person_returns: int
+    play_person_moves: int = 0
+    """Moves the person on a Play stream made; below, how often it opened the stream
+    again, and how many of those were for a stream silent or an outcome overdue."""
+    play_person_reconnections: int = 0
+    play_person_stuck: int = 0
+    play_person_retried: int = 0
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -100,6 +107,11 @@ async def run_suite(options: RunOptions, work_dir: Path, progress: Progress = pr
         # no replica ever saw them and there is no one to take over.
         await _wait_until_on_the_board(cluster.nats.url, person)
         playing = asyncio.create_task(person.play_to_the_end())
+        seated = await _seat_a_person(cluster, load.tally, lobby_channel, game, game)
+        play_person = PlayPerson(game, seated.token, seated.player_id, seated.game_id,
+                                 load.tally)
+        load.matches[play_person.game_id] = PERSONS_VARIANT
+        streaming = asyncio.create_task(play_person.play_to_the_end())
         hostile = HostileClients(_addresses(cluster), TEST_KEYS,
                                  [person.game_id, "x", person.player_id],
                                  options.hostile_calls, options.seed)
@@ -115,13 +127,14 @@ async def run_suite(options: RunOptions, work_dir: Path, progress: Progress = pr
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(180):
                     await asyncio.shield(playing)
+                    await asyncio.shield(streaming)
             await hostile.join()
             findings = await check_everything(load, cluster.database_url, cluster.nats.url,
                                               TEST_KEYS, stats_running="stats" in cluster.services)
         finally:
             stop_load.set()
             await load.stop_watching()
-            for task in (sustained, presence, playing):
+            for task in (sustained, presence, playing, streaming):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
                     await task
@@ -131,6 +144,9 @@ async def run_suite(options: RunOptions, work_dir: Path, progress: Progress = pr
                  for code, count in load.tally.unexpected.items()]
     if playing.cancelled() or playing.exception() is not None:
         problems.append(f"the person's match did not end for them: {_outcome(playing)}")
+    if streaming.cancelled() or streaming.exception() is not None:
+        problems.append(f"the Play person's match did not end for them: {_outcome(streaming)}")
+    problems += play_person.problems()
     return RunResult(
         options=options, services=cluster.services, processes=len(cluster.processes),
         wall_s=round(time.monotonic() - began, 1), faults=injector.injected,
@@ -139,7 +155,11 @@ async def run_suite(options: RunOptions, work_dir: Path, progress: Progress = pr
         load_handled=load.tally.handled,
         unexpected_failures=load.tally.unexpected, person_moves=person.moves,
         person_takeovers=findings.takeovers[person.game_id],
-        person_returns=findings.returns[person.game_id], problems=problems,
+        person_returns=findings.returns[person.game_id],
+        play_person_moves=play_person.moves,
+        play_person_reconnections=play_person.reconnections,
+        play_person_stuck=play_person.stuck + play_person.silent,
+        play_person_retried=play_person.retried, problems=problems,
     )
 
 

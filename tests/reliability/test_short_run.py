@@ -65,4 +65,7 @@ async def test_every_kind_of_fault_once_under_load_loses_nothing() -> None:
     # game's log, and the seat came back once the replica (and the stream) did.
     assert result.person_takeovers >= 1
     assert result.person_returns >= 1
+    # The person on a Play stream played its match through the faults: every event and
+    # outcome once, no command applied twice (result.problems holds any).
+    assert result.play_person_moves > 0
     shutil.rmtree(work_dir, ignore_errors=True)

@@ -1,7 +1,7 @@
-// The end-to-end run of tests/e2e/test_ts_client.py: the worked example's playMatch(),
-// signed in with an identity provider's ID token, through a proxy that cuts every connection
-// mid-match once the access token has expired (the player thinks past its expiry), with the
-// reply of one command lost on the way; then a stored session resumed on a device whose
+// The end-to-end run of tests/e2e/test_ts_client.py: the worked example's playMatch() over
+// Play streams, signed in with an identity provider's ID token, through a proxy that cuts
+// every connection mid-match once the access token has expired (the player thinks past its
+// expiry), with the outcome of one command lost on the way (its stream drops just before); then a stored session resumed on a device whose
 // clock is an hour behind (its expired access token is refused, refreshed and the call sent
 // again), and three refusals provoked to check the typed errors. Prints one JSON line:
 // receipts, calls per method, connections, refreshes, the refusals as decoded.
@@ -11,6 +11,7 @@
 //     [--lose-reply-of-command 3]
 import { parseArgs } from "node:util";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import type { PlayResponse } from "../src/gen/dast/v1/game_pb.js";
 import { DastClient, DastError, ErrorReason, type GameCommand, type StoredSession } from "../src/index.js";
 import { sleep } from "../src/retry.js";
 import { TABLES, playMatch, winnersOf } from "../examples/play_match.js";
@@ -88,15 +89,24 @@ async function main(): Promise<void> {
     calls[request.method.name] = (calls[request.method.name] ?? 0) + 1;
     return next(request);
   };
-  // The server applies one command and its reply never arrives: the client must resend it
-  // with the same command id, and the server must not apply it twice.
-  let commandsSent = 0;
-  const loseOneReply: Interceptor = (next) => async (request) => {
+  // The server applies one command and its outcome never arrives (the stream drops just
+  // before it): the client must open the stream again after the last seq it received and
+  // resend the command with the same command id, and the server must not apply it twice.
+  let accepted = 0;
+  const loseOneOutcome: Interceptor = (next) => async (request) => {
     const response = await next(request);
-    if (request.method.name === "SubmitCommand" && ++commandsSent === loseReplyOfCommand) {
-      throw new ConnectError("the reply was lost on the way (injected by the test)", Code.Unavailable);
+    if (request.method.name !== "Play" || !response.stream) return response;
+    const messages = response.message as AsyncIterable<PlayResponse>;
+    async function* losing(): AsyncIterable<PlayResponse> {
+      for await (const message of messages) {
+        const outcome = message.kind.case === "outcome" ? message.kind.value : undefined;
+        if (outcome !== undefined && (outcome.status?.code ?? 0) === 0 && ++accepted === loseReplyOfCommand) {
+          throw new ConnectError("the outcome was lost on the way (injected by the test)", Code.Unavailable);
+        }
+        yield message;
+      }
     }
-    return response;
+    return { ...response, message: losing() };
   };
 
   const proxy = await CuttableProxy.start(values.address);
@@ -123,13 +133,14 @@ async function main(): Promise<void> {
         return client;
       },
       settings: TABLES[game],
-      interceptors: [countCalls, loseOneReply],
+      interceptors: [countCalls, loseOneOutcome],
       signal: AbortSignal.timeout(120_000),
       onUpdate: async (update, match) => {
         if (update.kind === "connected" && refusals.staleExpectedSeq === undefined) {
-          // A command decided from a state older than the log's is refused.
+          // A command decided from a state older than the log's is refused: its outcome on
+          // the stream carries the status and reason a SubmitCommand call would end with.
           const stateSeq = match.state?.seq ?? 1n;
-          refusals.staleExpectedSeq = await refusalOf(() => match.submit(ANY_COMMAND[game], stateSeq - 1n));
+          refusals.staleExpectedSeq = await refusalOf(() => match.send(ANY_COMMAND[game], stateSeq - 1n));
         }
         if (update.kind === "event" && ++eventsSeen === cutAfterEvents && client !== undefined) {
           // The player thinks past the access token's expiry, then the network goes away
@@ -183,6 +194,8 @@ async function main(): Promise<void> {
       stale: record.stale,
       duplicates: record.duplicates,
       resends: match.resends,
+      renewals: match.renewals,
+      deadStreams: match.deadStreams,
       refusals,
       nextToAct: match.state?.turn?.nextToAct ?? null,
       winners: winnersOf(record.lastEvent),

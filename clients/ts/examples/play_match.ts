@@ -5,10 +5,11 @@
 //
 // It signs in as a guest of the accounts service (a new device each run; an app keeps the
 // device id and the device secret the first sign-in returns), opens a four-player table, starts it (bots take the other seats),
-// follows the match's events (the stream resumes by itself after a network drop) and plays
-// the first legal command whenever its seat is to act, until the final event. It calls
-// GetView only when a stream opens: the events and the commands' replies say whose turn it
-// is and hold the seat's view. Every event's hash is kept as a receipt.
+// follows the match over one Play stream (its events and its commands' outcomes; the stream
+// resumes by itself after a network drop, sending again the commands whose outcome did not
+// arrive) and plays the first legal command whenever its seat is to act, until the final
+// event. It calls GetView only when a stream opens: the events say whose turn it is and hold
+// the seat's view. Every event's hash is kept as a receipt.
 // tests/e2e/test_ts_client.py runs playMatch() against a real server, cutting its network.
 import { randomUUID } from "node:crypto";
 import { pathToFileURL } from "node:url";
@@ -69,7 +70,7 @@ export interface MatchRecord {
   moves: number;
   /** Moves refused because the log had moved on (decided again from the newer state). */
   stale: number;
-  /** Replies marked `duplicate`: a resend of a move the server had applied already. */
+  /** Outcomes marked `duplicate`: a resend of a move the server had applied already. */
   duplicates: number;
   lastEvent: Event | undefined;
   readonly match: Match;
@@ -107,7 +108,7 @@ export async function playMatch(options: PlayOptions): Promise<MatchRecord> {
         record.stale += 1; // the stream brings what happened first; decide again then
       } else {
         record.moves += 1;
-        if (outcome.reply.duplicate) record.duplicates += 1;
+        if (outcome.duplicate) record.duplicates += 1;
       }
     }
   }

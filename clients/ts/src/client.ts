@@ -238,9 +238,12 @@ export class DastClient {
     return tableOf(await callOrThrow(() => this.lobby.getTable(target)));
   }
 
-  /** A match this player plays (or watches): its resumable event stream and its commands. */
+  /**
+   * A match this player plays (or watches): by default over one Play stream carrying its
+   * events and its commands, resumed by itself, whose access token it renews on the stream.
+   */
   match(gameId: string, options: MatchOptions = {}): Match {
-    return new Match(this.game, gameId, options);
+    return new Match(this.game, gameId, options, this.credentials);
   }
 }
 

@@ -3,6 +3,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorReason, ErrorReasonSchema } from "./gen/dast/v1/errors_pb.js";
 import { ErrorInfoSchema, RetryInfoSchema } from "./gen/google/rpc/error_details_pb.js";
+import type { Status } from "./gen/google/rpc/status_pb.js";
 
 export { Code, ErrorReason };
 
@@ -65,6 +66,20 @@ export class DastError extends Error {
    */
   get transient(): boolean {
     return (this.refusedByServer ? TRANSIENT_REFUSALS : TRANSIENT_FAILURES).has(this.code);
+  }
+
+  /**
+   * A refusal carried in a message (a Play stream's `PlayOutcome.status`): the same code,
+   * reason and RetryInfo as the SubmitCommand call would have ended with.
+   */
+  static fromStatus(status: Status): DastError {
+    const details = status.details.map((any) => ({
+      type: any.typeUrl.slice(any.typeUrl.lastIndexOf("/") + 1),
+      value: any.value,
+    }));
+    const error = new ConnectError(status.message, status.code as Code);
+    error.details.push(...details);
+    return DastError.from(error);
   }
 
   /** Any thrown value as a DastError (a ConnectError's details decoded, anything else UNKNOWN). */

@@ -14,6 +14,9 @@ export {
 export { REFRESH_MARGIN_MS, isTokenExpired, type SessionListener, type StoredSession } from "./session.js";
 export {
   Match,
+  PLAY_OUTCOME_MS,
+  PLAY_SILENCE_MS,
+  type StreamAuth,
   type ActOutcome,
   type GameCommand,
   type MatchOptions,

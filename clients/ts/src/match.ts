@@ -1,21 +1,43 @@
-// One match seen from one seat: the event stream that resumes by itself after a drop
-// (Subscribe again with `after_seq` = the last seq received, with backoff), whose turn the
-// seat is and what it may do (from the view read at each (re)connection, then from the
-// events and the commands' replies: no GetView after each event), and commands sent with
-// `expected_seq` and a command id, resent unchanged when the network fails.
+// One match seen from one seat. By default over one `GameService.Play` stream
+// (docs/clients.md "Play stream"): the seat's events and its commands' outcomes on one
+// bidirectional stream, opened again after a drop with `after_seq` = the last seq received
+// (with backoff), the commands without an outcome sent again with their own command ids, the
+// access token renewed on the stream before it expires, and a stream that says nothing for
+// `silenceMs` (the server sends a heartbeat every 5 s) taken for dead. With `via: "unary"`,
+// the older pair: a Subscribe stream and a SubmitCommand call per move. Either way, whose
+// turn it is and what the seat may do come from the view read at each (re)connection, then
+// from the events (and unary replies): no GetView after each event.
 import { randomUUID } from "node:crypto";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { Client } from "@connectrpc/connect";
+import { Code as ConnectCode, ConnectError, type Client } from "@connectrpc/connect";
 import type {
   GameService,
   GetViewResponse,
+  PlayOutcome,
+  PlayResponse,
   SubmitCommandRequestSchema,
   SubmitCommandResponse,
+  SubscribeResponse,
   Turn,
 } from "./gen/dast/v1/game_pb.js";
 import type { Event } from "./gen/dast/v1/log_pb.js";
+import { Channel } from "./channel.js";
+import { CommandBook, type PlayRequestInit } from "./commands.js";
 import { Code, DastError, ErrorReason, StreamContractError } from "./errors.js";
 import { DEFAULT_BACKOFF, backoffDelayMs, sleep, type Backoff } from "./retry.js";
+
+/** How long a Play stream may say nothing before it is taken for dead: two heartbeats. */
+export const PLAY_SILENCE_MS = 10_000;
+/** How long a command may wait for its outcome on a stream that otherwise talks. */
+export const PLAY_OUTCOME_MS = 15_000;
+
+/** Where a Play stream gets the access tokens it renews itself with (the client's session). */
+export interface StreamAuth {
+  /** The access token to use now (refreshed first when it is due). */
+  accessToken(): Promise<string>;
+  /** Milliseconds until the access token is due for renewal. */
+  msUntilRenewal(): number;
+}
 
 /** A game's command, as `SubmitCommandRequest.command` takes it (`{case: "hokm", value}`). */
 export type GameCommand = MessageInitShape<typeof SubmitCommandRequestSchema>["command"];
@@ -30,6 +52,12 @@ export interface MatchOptions {
   readonly backoff?: Backoff;
   /** Stops the stream and any wait. */
   readonly signal?: AbortSignal;
+  /** "play" (the default): one Play stream; "unary": Subscribe and a SubmitCommand per move. */
+  readonly via?: "play" | "unary";
+  /** A Play stream silent this long (no event, outcome or heartbeat) is opened again. */
+  readonly silenceMs?: number;
+  /** A Play stream holding a command without its outcome this long is opened again. */
+  readonly outcomeMs?: number;
 }
 
 /** What the seat knows of the match as of one position of its log. */
@@ -70,7 +98,15 @@ export type MatchUpdate =
 
 /** How an attempt at a move ended. */
 export type ActOutcome =
-  | { readonly applied: true; readonly reply: SubmitCommandResponse }
+  | {
+      readonly applied: true;
+      /** A resend of a command the server had applied: nothing was appended this time. */
+      readonly duplicate: boolean;
+      /** The seq of the last event the command appended. */
+      readonly lastSeq: bigint;
+      /** The SubmitCommand reply (`via: "unary"` only). */
+      readonly reply?: SubmitCommandResponse;
+    }
   /**
    * The log moved on before the move arrived (ABORTED: a stale `expected_seq`, or another
    * command won the race): nothing was appended; the stream brings what happened, and the
@@ -92,9 +128,15 @@ export class Match {
    * the reply's latency: the largest such sample is the closest.
    */
   clockOffsetMs: number | undefined;
-  /** Commands sent again (same command id) after a transient failure. */
-  resends = 0;
+  /** Play streams that said nothing for `silenceMs`, or held an outcome past `outcomeMs`. */
+  deadStreams = 0;
+  /** Access tokens handed to the server on a Play stream (`PlayRenewal`). */
+  renewals = 0;
+  private unaryResends = 0;
   private readonly backoff: Backoff;
+  private readonly commands: CommandBook;
+  /** Whether `updates()` runs (Play commands travel on its stream). */
+  private following = false;
   /** The seq of the state the last move was decided from: one attempt per state. */
   private actedAtSeq = -1n;
 
@@ -102,9 +144,16 @@ export class Match {
     private readonly game: Client<typeof GameService>,
     readonly gameId: string,
     private readonly options: MatchOptions = {},
+    private readonly auth?: StreamAuth,
   ) {
     this.lastSeq = options.afterSeq ?? 0n;
     this.backoff = options.backoff ?? DEFAULT_BACKOFF;
+    this.commands = new CommandBook(this.backoff);
+  }
+
+  /** Commands sent again with the same command id (after a drop, a transient failure or refusal). */
+  get resends(): number {
+    return this.unaryResends + this.commands.resends;
   }
 
   /**
@@ -117,6 +166,24 @@ export class Match {
    * failures in a row.
    */
   async *updates(): AsyncGenerator<MatchUpdate, void, undefined> {
+    if (this.options.via === "unary") {
+      yield* this.subscribeUpdates();
+      return;
+    }
+    if (this.following) throw new Error("the match's updates are already being read");
+    this.following = true;
+    try {
+      yield* this.playUpdates();
+    } catch (thrown) {
+      this.commands.failAll(thrown);
+      throw thrown;
+    } finally {
+      this.following = false;
+      this.commands.failAll(new Error("the match's stream ended before the command's outcome arrived"));
+    }
+  }
+
+  private async *subscribeUpdates(): AsyncGenerator<MatchUpdate, void, undefined> {
     let failures = 0;
     for (;;) {
       const call = new AbortController();
@@ -139,24 +206,8 @@ export class Match {
         this.connections += 1;
         yield { kind: "connected", afterSeq, reconnection: this.connections > 1 };
         for (let next = await first; next.done !== true; next = await messages.next()) {
-          const message = next.value;
-          const event = message.event;
-          if (event === undefined || event.seq !== this.lastSeq + 1n) {
-            throw new StreamContractError(
-              `expected event ${this.lastSeq + 1n}, received ${event?.seq ?? "none"}`,
-            );
-          }
-          if (message.turn?.yourTurn && message.view.case === undefined) {
-            throw new StreamContractError(`event ${event.seq}: the seat's turn without its view`);
-          }
-          this.lastSeq = event.seq;
+          yield this.receive(next.value);
           failures = 0; // the stream works again: a later drop starts a fresh backoff
-          this.observeClock(message.serverTimeMs);
-          // Replayed history carries no turn; the newest and every live event do.
-          if (message.turn !== undefined) {
-            this.advance({ seq: event.seq, turn: message.turn, view: message.view });
-          }
-          yield { kind: "event", event, hash: message.hash };
         }
         return; // the server ends the stream after the match's final event
       } catch (thrown) {
@@ -175,6 +226,172 @@ export class Match {
         call.abort(); // closes the stream when the consumer stops early
       }
     }
+  }
+
+  /**
+   * The updates of Play streams, one after another. A task of its own opens them and reads
+   * them (so that the app may await a command's outcome while it holds an update, and a
+   * stream that drops meanwhile is opened again): each with `after_seq` = the last seq
+   * received and the commands still without an outcome, then the view read once.
+   */
+  private async *playUpdates(): AsyncGenerator<MatchUpdate, void, undefined> {
+    const updates = new Channel<MatchUpdate>();
+    const stop = new AbortController();
+    const stopAll = (): void => stop.abort(this.options.signal?.reason);
+    if (this.options.signal?.aborted) stopAll();
+    this.options.signal?.addEventListener("abort", stopAll, { once: true });
+    const streams = this.followPlay(updates, stop.signal).then(
+      () => updates.close(),
+      (error: unknown) => updates.fail(error),
+    );
+    try {
+      yield* updates;
+    } finally {
+      this.options.signal?.removeEventListener("abort", stopAll);
+      stop.abort(); // the app stopped reading: the stream goes
+      await streams;
+    }
+  }
+
+  /** Open Play streams one after another into `updates` until the match's end (resolves) or a refusal (throws). */
+  private async followPlay(updates: Channel<MatchUpdate>, stop: AbortSignal): Promise<void> {
+    let failures = 0;
+    for (;;) {
+      const call = new AbortController();
+      const stopCall = (): void => call.abort(stop.reason);
+      stop.addEventListener("abort", stopCall, { once: true });
+      const requests = new Channel<PlayRequestInit>();
+      try {
+        const afterSeq = this.lastSeq;
+        const token = await this.auth?.accessToken();
+        requests.push({ kind: { case: "open", value: { gameId: this.gameId, afterSeq } } });
+        this.commands.attach((request) => requests.push(request));
+        const responses = this.game.play(requests, { signal: call.signal, timeoutMs: 0 });
+        const stream = new Channel<MatchUpdate>();
+        void this.readPlay(responses[Symbol.asyncIterator](), stream, call);
+        if (token !== undefined) void this.keepRenewed(token, requests, call.signal);
+        const reply = await this.game.getView({ gameId: this.gameId }, { signal: call.signal });
+        this.observeClock(reply.serverTimeMs);
+        this.advance({ seq: reply.seq, turn: reply.turn, view: reply.view });
+        this.connections += 1;
+        updates.push({ kind: "connected", afterSeq, reconnection: this.connections > 1 });
+        for await (const update of stream) {
+          updates.push(update);
+          failures = 0; // the stream works again: a later drop starts a fresh backoff
+        }
+        return; // the server ends the stream after the match's final event
+      } catch (thrown) {
+        if (thrown instanceof StreamContractError || stop.aborted) throw thrown;
+        const error = DastError.from(thrown);
+        failures += 1;
+        // An expired access token: the client refreshed it meanwhile (session.ts), so the
+        // stream opens again at once, after the last seq received, as after a drop.
+        const expired = error.reason === ErrorReason.TOKEN_EXPIRED;
+        if (!(error.transient || expired) || failures >= this.backoff.maxAttempts) throw error;
+        if (!expired) await sleep(backoffDelayMs(this.backoff, failures, error.retryDelayMs), stop);
+      } finally {
+        this.commands.detach();
+        stop.removeEventListener("abort", stopCall);
+        requests.close();
+        call.abort();
+      }
+    }
+  }
+
+  /**
+   * Read one Play stream into `updates` until it ends (closed) or fails (failed): events
+   * advance the seat's state as they arrive, outcomes settle their commands. A stream that
+   * says nothing for `silenceMs`, or holds a command's outcome past `outcomeMs`, is cut.
+   */
+  private async readPlay(
+    responses: AsyncIterator<PlayResponse>,
+    updates: Channel<MatchUpdate>,
+    call: AbortController,
+  ): Promise<void> {
+    const silenceMs = this.options.silenceMs ?? PLAY_SILENCE_MS;
+    const outcomeMs = this.options.outcomeMs ?? PLAY_OUTCOME_MS;
+    try {
+      for (;;) {
+        const next = responses.next();
+        next.catch(() => undefined); // left behind when the stream is cut for silence
+        const oldest = this.commands.oldestSentAt();
+        const waitMs = oldest === undefined ? silenceMs : Math.min(silenceMs, Math.max(0, oldest + outcomeMs - Date.now()));
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const silent = new Promise<"silent">((resolve) => {
+          timer = setTimeout(() => resolve("silent"), waitMs);
+        });
+        const result = await Promise.race([next, silent]).finally(() => clearTimeout(timer));
+        if (result === "silent") {
+          this.deadStreams += 1;
+          call.abort();
+          const overdue = oldest !== undefined && Date.now() - oldest >= outcomeMs;
+          throw new ConnectError(
+            overdue ? `no outcome for a command in ${outcomeMs} ms` : `the stream said nothing for ${silenceMs} ms`,
+            ConnectCode.Unavailable,
+          );
+        }
+        if (result.done === true) {
+          // The server ends the stream after the match's final event and the outcome of the
+          // command that made it: a command still waiting will not be answered.
+          this.commands.failAll(new Error("the match is over: the command was not applied"));
+          break;
+        }
+        const message = result.value.kind;
+        if (message.case === "event") {
+          updates.push(this.receive(message.value));
+        } else if (message.case === "outcome") {
+          this.observeClock(message.value.serverTimeMs);
+          this.commands.settle(message.value);
+        } else if (message.case === "heartbeat") {
+          this.observeClock(message.value.serverTimeMs);
+        }
+      }
+      updates.close();
+    } catch (thrown) {
+      updates.fail(thrown);
+    }
+  }
+
+  /**
+   * Renew the stream's access token on the stream before it expires: whenever the session's
+   * token is due, the fresh one (refreshed through AccountsService) goes as a `PlayRenewal`.
+   */
+  private async keepRenewed(opened: string, requests: Channel<PlayRequestInit>, signal: AbortSignal): Promise<void> {
+    const auth = this.auth;
+    if (auth === undefined) return;
+    let current = opened;
+    while (!signal.aborted) {
+      try {
+        await sleep(auth.msUntilRenewal() + 1, signal);
+        const token = await auth.accessToken();
+        if (token !== current && !signal.aborted) {
+          requests.push({ kind: { case: "renewal", value: { accessToken: token } } });
+          this.renewals += 1;
+          current = token;
+        }
+      } catch {
+        if (signal.aborted) return;
+        await sleep(500, signal).catch(() => undefined); // the refresh failed: try again soon
+      }
+    }
+  }
+
+  /** An event from a stream: checked against the stream's contract, then applied. */
+  private receive(message: SubscribeResponse): MatchUpdate {
+    const event = message.event;
+    if (event === undefined || event.seq !== this.lastSeq + 1n) {
+      throw new StreamContractError(`expected event ${this.lastSeq + 1n}, received ${event?.seq ?? "none"}`);
+    }
+    if (message.turn?.yourTurn && message.view.case === undefined) {
+      throw new StreamContractError(`event ${event.seq}: the seat's turn without its view`);
+    }
+    this.lastSeq = event.seq;
+    this.observeClock(message.serverTimeMs);
+    // Replayed history carries no turn; the newest and every live event do.
+    if (message.turn !== undefined) {
+      this.advance({ seq: event.seq, turn: message.turn, view: message.view });
+    }
+    return { kind: "event", event, hash: message.hash };
   }
 
   /**
@@ -198,9 +415,14 @@ export class Match {
   async act(from: SeatState, command: GameCommand): Promise<ActOutcome> {
     this.actedAtSeq = from.seq > this.actedAtSeq ? from.seq : this.actedAtSeq;
     try {
-      const reply = await this.submit(command, from.seq);
-      this.advance({ seq: reply.seq, turn: reply.turn, view: reply.view });
-      return { applied: true, reply };
+      if (this.options.via === "unary") {
+        const reply = await this.submit(command, from.seq);
+        this.advance({ seq: reply.seq, turn: reply.turn, view: reply.view });
+        return { applied: true, duplicate: reply.duplicate, lastSeq: reply.seq, reply };
+      }
+      // The outcome comes after the command's events: the state is theirs already.
+      const outcome = await this.send(command, from.seq);
+      return { applied: true, duplicate: outcome.duplicate, lastSeq: outcome.lastSeq };
     } catch (thrown) {
       const error = DastError.from(thrown);
       if (error.code === Code.Aborted && error.refusedByServer) return { applied: false, error };
@@ -209,7 +431,22 @@ export class Match {
   }
 
   /**
-   * Send one attempt at a move. `expectedSeq` is the seq of the state the player decided
+   * Send a command on the match's Play stream (`updates()` must be running): resolves with
+   * its accepted outcome, after the events it appended were received. Until the outcome
+   * arrives it is sent again, with the same command id, on every stream opened after a drop,
+   * and after a refusal worth a retry (RESOURCE_EXHAUSTED, UNAVAILABLE: after RetryInfo's
+   * delay); the server applies it once. Any other refusal rejects with a DastError
+   * (ABORTED `ERROR_REASON_STALE_EXPECTED_SEQ`: the log moved on; decide again).
+   */
+  send(command: GameCommand, expectedSeq: bigint | undefined, commandId: string = randomUUID()): Promise<PlayOutcome> {
+    if (!this.following) {
+      return Promise.reject(new Error("a Play command travels on the match's stream: read match.updates() first"));
+    }
+    return this.commands.add({ commandId, expectedSeq, command });
+  }
+
+  /**
+   * Send one attempt at a move as a SubmitCommand call (the unary path). `expectedSeq` is the seq of the state the player decided
    * from: when anything happened since, the server refuses with ABORTED
    * (`ERROR_REASON_STALE_EXPECTED_SEQ`): do not resend, decide again from the newer state.
    * A transient failure (the network, a restart, a limit) resends the same request with the
@@ -232,7 +469,7 @@ export class Match {
         const error = DastError.from(thrown);
         if (!error.transient || attempt >= this.backoff.maxAttempts) throw error;
         await sleep(backoffDelayMs(this.backoff, attempt, error.retryDelayMs), this.options.signal);
-        this.resends += 1;
+        this.unaryResends += 1;
       }
     }
   }

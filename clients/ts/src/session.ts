@@ -80,6 +80,11 @@ export class Credentials {
     return this.current.accessToken;
   }
 
+  /** Milliseconds until the access token is due for renewal (0: now). */
+  msUntilRenewal(): number {
+    return Math.max(0, this.renewAtMs - this.now());
+  }
+
   /**
    * The server refused `token` as expired (this device's clock was off, or the device slept):
    * refresh unless another call refreshed meanwhile.

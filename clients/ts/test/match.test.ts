@@ -61,7 +61,7 @@ function fakeGame(
     });
   });
   const client = createClient(GameService, transport);
-  return { match: (options = {}) => new Match(client, "game-1", { backoff: FAST, ...options }), game };
+  return { match: (options = {}) => new Match(client, "game-1", { backoff: FAST, via: "unary", ...options }), game };
 }
 
 async function collect(match: Match): Promise<MatchUpdate[]> {

@@ -169,7 +169,7 @@ test("a session that ended fails the call with its reason, without looping", asy
 
 test("a stream refused as expired opens again on a refreshed token after the last seq", async () => {
   const { server, credentials, game } = fakeServer();
-  const match = new Match(game, "game-1", { backoff: { initialMs: 1, maxMs: 2, maxAttempts: 4 } });
+  const match = new Match(game, "game-1", { backoff: { initialMs: 1, maxMs: 2, maxAttempts: 4 }, via: "unary" });
   const updates: MatchUpdate[] = [];
   for await (const update of match.updates()) updates.push(update);
   const seqs = updates.flatMap((update) => (update.kind === "event" ? [update.event.seq] : []));

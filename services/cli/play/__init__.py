@@ -298,6 +298,8 @@ class Client:
             self.session.submit(game_id, seat_view.game, command, seat_view.seq)
         except grpc.RpcError as error:
             self.say(f"refused: {error.details()}")
+        except TimeoutError as error:
+            self.say(f"no answer: {error}")
 
     def _choose(self, answer: str, seat_view: SeatView, game_id: str) -> Any | None:
         legal = render.ordered_legal(seat_view.view)

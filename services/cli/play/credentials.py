@@ -68,7 +68,8 @@ class _Tokens:
 
 
 class Credentials(grpc.UnaryUnaryClientInterceptor,  # type: ignore[misc]
-                  grpc.UnaryStreamClientInterceptor):  # type: ignore[misc]
+                  grpc.UnaryStreamClientInterceptor,  # type: ignore[misc]
+                  grpc.StreamStreamClientInterceptor):  # type: ignore[misc]
     """The signed-in player's tokens over an accounts service stub (see the module)."""
 
     def __init__(self, accounts: accounts_pb2_grpc.AccountsServiceStub, *,
@@ -176,6 +177,16 @@ class Credentials(grpc.UnaryUnaryClientInterceptor,  # type: ignore[misc]
         token = self.access_token()
         return _WatchedStream(continuation(_with_token(client_call_details, token), request),
                               lambda: self.expired(token))
+
+    def intercept_stream_stream(self, continuation: Callable[..., Any],
+                                client_call_details: grpc.ClientCallDetails,
+                                request_iterator: Any) -> Any:
+        """A Play stream: opened with the access token of now (renewed on the stream
+        itself: :mod:`services.cli.play.session`)."""
+        token = self.access_token()
+        return _WatchedStream(
+            continuation(_with_token(client_call_details, token), request_iterator),
+            lambda: self.expired(token))
 
 
 class _WatchedStream:

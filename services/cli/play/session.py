@@ -4,12 +4,17 @@ The player signs in through the accounts service (:mod:`services.cli.play.creden
 whose interceptor puts the session's access token on every lobby, game and tournament call
 and refreshes it by itself.
 
-The Subscribe stream runs in a daemon thread that puts each event on a queue; keeping it open
-is also what tells the server the player is present (a dropped stream lets a bot take the
-seat after the grace period; subscribing again takes it back). With ``receipts_template``
-set, every chain hash the server sends (stream and SubmitCommand replies) is kept in a
-receipts file per match (:mod:`services.cli.play.receipts`), written by the stream's thread
-as it arrives rather than when the prompt gets to print it.
+The match goes over one ``GameService.Play`` stream (docs/clients.md "Play stream"): a daemon
+thread reads it and puts each event on a queue, and the player's commands go on it, each
+waiting for its outcome. Keeping it open is also what tells the server the player is present
+(a dropped stream lets a bot take the seat after the grace period; opening it again takes it
+back). A stream that drops is opened again (:meth:`Session.follow`) after the last seq
+received, with the commands still without an outcome sent again under their own ids; one
+silent for :data:`SILENCE_SECONDS` (the server sends a heartbeat every 5 s) is cancelled and
+opened again; the access token is renewed on the stream when the session refreshes it. With
+``receipts_template`` set, every chain hash the stream carries is kept in a receipts file per
+match (:mod:`services.cli.play.receipts`), written by the stream's thread as it arrives
+rather than when the prompt gets to print it.
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import grpc
 
@@ -28,9 +35,40 @@ from engine.registry import GAMES_BY_NAME
 from services.cli.play.credentials import Credentials
 from services.cli.play.receipts import ReceiptsFile, receipts_path
 from services.platform.channels import CHANNEL_OPTIONS
+from services.platform.errors import retry_after_in
 
 STREAM_ENDED = None
 """Queued when the game stream ends (the match is over, or the connection dropped)."""
+SILENCE_SECONDS: Final = 10.0
+"""A Play stream that says nothing this long (two of the server's heartbeats) is dead."""
+OUTCOME_SECONDS: Final = 20.0
+"""How long a command waits for its outcome (across streams opened again) before the
+prompt gives up on it."""
+
+
+class CommandRefused(grpc.RpcError):  # type: ignore[misc]
+    """A command's outcome on the Play stream was a refusal (the status a call would end
+    with); read like the error of a call."""
+
+    def __init__(self, outcome: game_pb2.PlayOutcome) -> None:
+        super().__init__(outcome.status.message)
+        self.outcome = outcome
+
+    def code(self) -> grpc.StatusCode:
+        return next((code for code in grpc.StatusCode
+                     if code.value[0] == self.outcome.status.code), grpc.StatusCode.UNKNOWN)
+
+    def details(self) -> str:
+        return str(self.outcome.status.message)
+
+
+@dataclass
+class _Waiting:
+    """A command sent on the Play stream, until its outcome arrives."""
+
+    command: game_pb2.PlayCommand
+    answered: threading.Event = field(default_factory=threading.Event)
+    outcome: game_pb2.PlayOutcome | None = None
 
 
 @dataclass
@@ -59,6 +97,9 @@ class Session:
     """The receipts file of the match followed last (None without ``receipts_template``)."""
     _receipts_game: str = field(init=False, default="")
     _stream: Any = field(init=False, default=None)
+    _requests: queue.Queue[game_pb2.PlayRequest | None] | None = field(init=False, default=None)
+    _waiting: dict[str, _Waiting] = field(init=False, default_factory=dict)
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _raw_channels: list[grpc.Channel] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
@@ -126,18 +167,28 @@ class Session:
         return reply
 
     def submit(self, game_id: str, game: str, command: Any, seq: int) -> None:
-        """Act for this seat at ``seq`` (command id ``<player>:<seq>`` makes retries safe).
+        """Act for this seat at ``seq`` on the match's Play stream (command id
+        ``<player>:<seq>`` makes resends safe: the server applies it once) and wait for its
+        outcome; its events come on the stream first.
 
-        :raises grpc.RpcError: as the game service answers.
+        :raises CommandRefused: the outcome was a refusal (its status and message).
+        :raises TimeoutError: no outcome within :data:`OUTCOME_SECONDS`.
         """
-        request = game_pb2.SubmitCommandRequest(
-            game_id=game_id, command_id=f"{self.player_id}:{seq}", expected_seq=seq
-        )
+        request = game_pb2.PlayCommand(command_id=f"{self.player_id}:{seq}", expected_seq=seq)
         put(request, GAMES_BY_NAME[game].SCHEMA, command)
-        reply: game_pb2.SubmitCommandResponse = self.call("SubmitCommand", request)
-        receipts = self.receipts_of(game_id)
-        if receipts is not None:
-            receipts.record_reply(reply.events, reply.hashes)
+        waiting = _Waiting(request)
+        with self._lock:
+            self._waiting[request.command_id] = waiting
+            if self._requests is not None:
+                self._requests.put(game_pb2.PlayRequest(command=request))
+        try:
+            if not waiting.answered.wait(OUTCOME_SECONDS) or waiting.outcome is None:
+                raise TimeoutError(f"no outcome for the move in {OUTCOME_SECONDS:.0f} s")
+        finally:
+            with self._lock:
+                self._waiting.pop(request.command_id, None)
+        if waiting.outcome.status.code != 0:
+            raise CommandRefused(waiting.outcome)
 
     def receipts_of(self, game_id: str) -> ReceiptsFile | None:
         """The receipts file of ``game_id``, opened on its first use (None when the player
@@ -156,28 +207,106 @@ class Session:
         return self.receipts
 
     def follow(self, game_id: str, after_seq: int = 0) -> None:
-        """Stream the game's events into :attr:`events` from a daemon thread."""
+        """Open the match's Play stream after ``after_seq`` and read it into :attr:`events`
+        from a daemon thread, which opens it again after the last seq received whenever it
+        drops; :data:`STREAM_ENDED` is queued once it ends after the match's final event."""
         self.unfollow()
         receipts = self.receipts_of(game_id)
-        stream = self.game.Subscribe(
-            game_pb2.SubscribeRequest(game_id=game_id, after_seq=after_seq))
-        self._stream = stream
+        heard = [time.monotonic()]
+        last_seq = [after_seq]
+        stream = self._open_play(game_id, after_seq, heard)
 
         def pump() -> None:
-            with contextlib.suppress(grpc.RpcError):
-                for reply in stream:
-                    if receipts is not None:
-                        receipts.record(reply.event.seq, reply.hash)
-                    self.events.put(reply.event)
+            current = stream
+            while True:
+                try:
+                    for reply in current:
+                        heard[0] = time.monotonic()
+                        kind = reply.WhichOneof("kind")
+                        if kind == "event":
+                            last_seq[0] = reply.event.event.seq
+                            if receipts is not None:
+                                receipts.record(reply.event.event.seq, reply.event.hash)
+                            self.events.put(reply.event.event)
+                        elif kind == "outcome":
+                            self._answer(reply.outcome)
+                    break  # the match is over
+                except grpc.RpcError:
+                    if self._stream is not current:
+                        break  # closed by the prompt (unfollow)
+                time.sleep(0.5)
+                with contextlib.suppress(grpc.RpcError):
+                    heard[0] = time.monotonic()
+                    current = self._open_play(game_id, last_seq[0], heard)
             self.events.put(STREAM_ENDED)
 
         threading.Thread(target=pump, name="dast-play-stream", daemon=True).start()
 
+    def _open_play(self, game_id: str, after_seq: int, heard: list[float]) -> Any:
+        """A Play stream after ``after_seq``, the commands still without an outcome sent on
+        it again (same command ids)."""
+        requests: queue.Queue[game_pb2.PlayRequest | None] = queue.Queue()
+        requests.put(game_pb2.PlayRequest(open=game_pb2.PlayOpen(
+            game_id=game_id, after_seq=after_seq)))
+        with self._lock:
+            for waiting in self._waiting.values():
+                requests.put(game_pb2.PlayRequest(command=waiting.command))
+            if self._requests is not None:
+                self._requests.put(None)
+            self._requests = requests
+        stream = self.game.Play(self._sent(requests, heard, self.credentials.access_token()))
+        self._stream = stream
+        return stream
+
+    def _sent(self, requests: queue.Queue[game_pb2.PlayRequest | None], heard: list[float],
+              token: str) -> Iterator[game_pb2.PlayRequest]:
+        """What the stream sends: the queued requests, a renewal whenever the session's
+        access token changed, and, once the stream has been silent too long, its end."""
+        while True:
+            try:
+                request = requests.get(timeout=1.0)
+            except queue.Empty:
+                if time.monotonic() - heard[0] > SILENCE_SECONDS and self._stream is not None:
+                    self._stream.cancel()  # dead: the prompt opens it again
+                    return
+                with contextlib.suppress(grpc.RpcError):
+                    fresh = self.credentials.access_token()
+                    if fresh != token:
+                        token = fresh
+                        yield game_pb2.PlayRequest(renewal=game_pb2.PlayRenewal(
+                            access_token=fresh))
+                continue
+            if request is None:
+                return
+            yield request
+
+    def _answer(self, outcome: game_pb2.PlayOutcome) -> None:
+        """A command's outcome arrived: wake the prompt waiting for it (a refusal worth a
+        retry, a limit or the store away, is sent again after its delay instead)."""
+        with self._lock:
+            waiting = self._waiting.get(outcome.command_id)
+            requests = self._requests
+        if waiting is None:
+            return
+        retryable = outcome.status.code in (grpc.StatusCode.UNAVAILABLE.value[0],
+                                            grpc.StatusCode.RESOURCE_EXHAUSTED.value[0])
+        if retryable and requests is not None:
+            delay = retry_after_in(outcome.status) or 0.5  # none given: soon
+            threading.Timer(delay, requests.put,
+                            [game_pb2.PlayRequest(command=waiting.command)]).start()
+            return
+        waiting.outcome = outcome
+        waiting.answered.set()
+
     def unfollow(self) -> None:
         """Close the game stream, if any."""
-        if self._stream is not None:
-            self._stream.cancel()
-            self._stream = None
+        with self._lock:
+            if self._requests is not None:
+                self._requests.put(None)
+                self._requests = None
+        stream, self._stream = self._stream, None  # first: the reader must not reopen it
+        if stream is not None:
+            stream.cancel()
 
     def close(self) -> None:
         """Close the stream, the receipts file and the channels."""
@@ -186,3 +315,4 @@ class Session:
             self.receipts.close()
         for channel in self._raw_channels:
             channel.close()
+

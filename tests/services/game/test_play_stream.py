@@ -310,6 +310,30 @@ async def test_a_stream_cut_mid_command_resumes_with_the_command_applied_once(
         second.close()
 
 
+async def test_a_command_resent_after_its_events_were_received_gets_its_outcome_at_once(
+) -> None:
+    """The app received the command's events, then lost the stream before its outcome: it
+    resumes after the last seq it holds (past those events) and resends the command, and
+    the duplicate outcome comes at once, though no event will come on the new stream until
+    the next seat acts."""
+    async with serving() as server:
+        await _hokm_game(server)
+        seat = (await server.client("p0").view("g1")).hokm.turn
+        first = Play(server.channel, token(f"p{seat}"), "g1")
+        turn = await _turn(first)
+        move = choose(turn, DeterministicRandom(bytes(32), "resent"))
+        first.command("held", move, expected_seq=turn.event.seq)
+        outcome, _ = await first.outcome("held")
+        first.close()
+        second = Play(server.channel, token(f"p{seat}"), "g1", after_seq=outcome.last_seq)
+        second.command("held", move, expected_seq=turn.event.seq)
+        again, seqs = await second.outcome("held")
+        assert again.status.code == code_pb2.OK and again.duplicate
+        assert (again.first_seq, again.last_seq) == (outcome.first_seq, outcome.last_seq)
+        assert seqs == []  # nothing happened since: the outcome did not wait for an event
+        second.close()
+
+
 async def test_a_client_that_stops_reading_is_cut_off_with_a_bounded_queue() -> None:
     async with serving() as server:
         server.service.play_queue_limit = 16
