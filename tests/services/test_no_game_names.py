@@ -10,6 +10,9 @@ Exceptions, each justified:
 
 - ``services/cli/``: the command line is a front end, not a service: ``dast sim hokm`` and
   ``dast arena hand`` are commands per game, and ``dast play`` draws each game's screen.
+- ``services/console/``: the operator console is a front end too: it draws a replay frame
+  of each game for an operator (a Hokm table's seats, tricks and scores), as ``dast play``
+  draws a player's screen; it serves nothing a client calls.
 - ``QuickMatchRequest.hokm_variant`` and ``.hand_players`` in the lobby: deprecated fields
   of the wire schema that older apps still send; the lobby turns them into a seat count
   (``requested_players``) and knows nothing else of either game.
@@ -25,7 +28,7 @@ from engine.registry import GAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ROOT / "services"
-EXEMPT_PACKAGES = (SERVICES / "cli",)
+EXEMPT_PACKAGES = (SERVICES / "cli", SERVICES / "console")
 ALLOWED: dict[str, set[str]] = {
     "services/lobby/service.py": {"hokm_variant", "hand_players"},
 }
