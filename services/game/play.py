@@ -251,7 +251,8 @@ class PlayStream:
         opening = self._opening
         try:
             async for response in self._service.watch(
-                self.identity, opening.game_id, opening.after_seq, self._seat
+                self.identity, opening.game_id, opening.after_seq, self._seat,
+                seat_to_act_views=opening.seat_to_act_views,
             ):
                 await self._queued(game_pb2.PlayResponse(event=response),
                                    self.outbox.put_event)
@@ -301,7 +302,10 @@ class PlayStream:
         label = command.WhichOneof("command") or "none"
         try:
             self._caller.admit(SUBMIT_METHOD)
-            submission = service.submission_of(game_id, command, self._seat)
+            # A command may name its seat (a bot's stream acts for all its seats): checked
+            # as SubmitCommandRequest.seat is, so a player still acts for their own only.
+            seat = command.seat if command.HasField("seat") else self._seat
+            submission = service.submission_of(game_id, command, seat)
             outcome = await service.apply(self.identity, submission)
         except Exception as refused:
             known = known_error(refused)

@@ -41,6 +41,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from typing import Any, Final, TypeVar
 
 from dast.v1 import game_pb2, log_pb2
+from engine.core.payload import put
 from engine.core.protocol import Game
 from services.game.turns import NextToAct, fill_turn, next_to_act
 from services.platform.bus import Bus, LiveStream
@@ -74,7 +75,11 @@ flood) costs the memory of a few copies at a time, not one per stream."""
 _Sent = TypeVar("_Sent")
 
 Seat = int | None
-"""A projection: the seat whose view a stream carries, or None for the public one."""
+"""A projection: the seat whose view a stream carries, or None for the public one, or
+:data:`SEAT_TO_ACT`."""
+SEAT_TO_ACT: Final = -1
+"""The projection of a bot acting for several seats (``PlayOpen.seat_to_act_views``): the
+public events, each telling a turn with the view of the seat to act."""
 
 
 def _poll_waits(schedule: tuple[float, ...]) -> Iterator[float]:
@@ -166,8 +171,9 @@ class _Feed:
         return response
 
     def _made(self, entry: log_pb2.LogEntry, seat: Seat) -> game_pb2.SubscribeResponse:
+        viewer = None if seat == SEAT_TO_ACT else seat
         response = game_pb2.SubscribeResponse(
-            event=self.game.redact(entry.event, seat), hash=entry.hash,
+            event=self.game.redact(entry.event, viewer), hash=entry.hash,
             server_time_ms=self._feeds.clock(),
         )
         state = self._state_after(entry) if entry.event.seq in self._batch_ends else None
@@ -175,7 +181,9 @@ class _Feed:
             seats = self._next.get(entry.event.seq)
             if seats is None:
                 seats = self._next[entry.event.seq] = next_to_act(self.game, state)
-            fill_turn(response, self.game, state, seat, seats, always_view=False)
+            fill_turn(response, self.game, state, viewer, seats, always_view=False)
+            if seat == SEAT_TO_ACT and seats:
+                put(response, self.game.SCHEMA, self.game.view(state, seats[0]))
         return response
 
     def know(self, seq: int, state: Any) -> None:
