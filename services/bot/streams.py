@@ -46,8 +46,9 @@ from services.platform.auth import Role, TokenSigner, mint_token
 _log = structlog.get_logger(component="bot-streams")
 
 TOKEN_SECONDS: Final = 3600
-"""How long a stream's token lives; a renewal is sent at :data:`RENEW_AT` of it."""
-RENEW_AT: Final = 0.75
+"""How long a stream's token lives; a renewal is sent at :data:`RENEW_AT` of it (half: a
+token's times are whole seconds, so it may expire up to one second early)."""
+RENEW_AT: Final = 0.5
 SILENT_SECONDS: Final = 12.0
 """With nothing heard for this long (two of the server's 5-second heartbeats and some), the
 stream is taken for dead (a frozen replica) and opened again."""
@@ -253,6 +254,15 @@ class GameStream:
                 except TimeoutError:
                     _log.warning("bot_stream_silent", game_id=self.game_id)
                     return False
+                except asyncio.CancelledError:
+                    task = asyncio.current_task()
+                    if task is not None and task.cancelling():
+                        raise  # closed by its users
+                    # The call itself was cancelled under the stream (its connection cut):
+                    # open it again like any broken stream.
+                    raise grpc.aio.AioRpcError(
+                        grpc.StatusCode.CANCELLED, grpc.aio.Metadata(), grpc.aio.Metadata(),
+                        details="the stream's call was cancelled") from None
                 if response is grpc.aio.EOF:  # ended OK (read raises any other status)
                     return True
                 self._take(response)
