@@ -145,6 +145,7 @@ class BotService:
         async with self.api.streams.use(game_id, after_seq=public.seq,
                                         seat_control=public.seat_control) as stream:
             handled = public.seq - 1  # the newest event comes again with its turn
+            refused = 0  # transient refusals of the same turn in a row
             while (turn := await stream.next_turn(handled)) is not None:
                 handled = turn.seq
                 self._seen[game_id] = max(self._seen.get(game_id, 0), turn.seq)
@@ -159,12 +160,20 @@ class BotService:
                         command_id=f"bot:{game_id}:{turn.seq}", automatic=control.automatic,
                     )
                 except grpc.aio.AioRpcError as error:
-                    # Refused for another reason than a lost race, or no outcome in time:
-                    # the stream sends a pending command again when it reopens, and tells
-                    # the next turn either way.
                     _log.warning("bot_command_failed", game_id=game_id,
                                  code=error.code().name, details=error.details())
+                    if error.code() not in _TRANSIENT:
+                        continue  # not to be played as it is: wait for the next turn
+                    # The store away for a moment, the caller's rate, or no outcome in
+                    # time: nothing may be appended to tell a next turn, so play this one
+                    # again after a pause (the same command id: applied once at most).
+                    refused += 1
+                    if refused > self._max_retries:
+                        return True
+                    handled = turn.seq - 1
+                    await asyncio.sleep(min(0.1 * refused, 1.0))
                     continue
+                refused = 0
                 if outcome is Outcome.PLAYED:
                     self.moves += 1
             failure = stream.failure

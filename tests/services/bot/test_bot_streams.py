@@ -22,6 +22,7 @@ from services.bot.policies import SeatView, decide
 from services.bot.seats import LogSeats
 from services.bot.service import BotService
 from services.platform.auth import Role
+from services.platform.limits import CallerLimiter, CallerLimits
 from tests.services.game.conftest import Embedded
 from tests.services.game.helpers import GameClient, start_server
 from tests.services.game.test_matches import TABLES, Table
@@ -93,7 +94,8 @@ async def _bots_by_calls(server: Embedded, game_id: str) -> None:
 async def _bot_replica(address: str) -> AsyncIterator[tuple[BotService, CountingCalls]]:
     """A bot service over its own channel to ``address``, counting the calls it makes."""
     counting = CountingCalls()
-    async with grpc.aio.insecure_channel(address, interceptors=[counting, counting.streams]) as channel:
+    interceptors = [counting, counting.streams]
+    async with grpc.aio.insecure_channel(address, interceptors=interceptors) as channel:
         bots = BotService(GrpcGameApi(channel, signer("bot")), LogSeats())
         try:
             yield bots, counting
@@ -246,3 +248,29 @@ async def test_bots_finish_a_match_when_the_game_replica_their_stream_is_on_is_k
     assert audit_log(log).ok
     assert counting.calls["SubmitCommand"] == 0
     assert stream_openings >= 2  # opened again on the surviving replica
+
+
+async def test_bots_refused_for_their_rate_play_the_turn_again_and_finish_the_same_match() -> None:
+    # A refusal worth retrying (RESOURCE_EXHAUSTED rate_limited, as UNAVAILABLE when the
+    # store is away) appends nothing, so no event tells a next turn: the bot plays the
+    # same turn again, with the same command id.
+    table = TABLES["hand-2"]
+    async with serving(clock=lambda: FIXED_MS) as by_calls:
+        await _create(by_calls.client("operator", Role.ADMIN), table, "rate")
+        await _bots_by_calls(by_calls, "rate")
+        expected = [entry.SerializeToString()
+                    for entry in await by_calls.client("operator", Role.ADMIN).export("rate")]
+    slow = CallerLimiter(CallerLimits(service_calls_per_second=20, service_call_burst=1))
+    async with serving(clock=lambda: FIXED_MS, limiter=slow) as throttled, \
+            _bot_replica(throttled.address) as (bots, _):
+        await _create(throttled.client("operator", Role.ADMIN), table, "rate")
+        bots.kick("rate")
+        await asyncio.wait_for(bots.idle(), 90)
+        refused = sum(sample.value for metric in throttled.service.metrics.commands.collect()
+                      for sample in metric.samples
+                      if sample.name.endswith("_total")
+                      and "resource_exhausted" in sample.labels.values())
+        played = [entry.SerializeToString()
+                  for entry in await throttled.client("operator", Role.ADMIN).export("rate")]
+    assert refused > 0
+    assert played == expected
