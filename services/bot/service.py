@@ -30,6 +30,7 @@ from engine.registry import GAMES_BY_NAME
 from services.bot.client import GameApi, play_view
 from services.bot.policies import Outcome, SeatView
 from services.bot.seats import SeatDirectory
+from services.bot.streams import UNTOLD, GameStream, Turn, Untold
 from services.platform.bus import Bus, KnowsLastEvents, Published
 
 _log = structlog.get_logger(component="bots")
@@ -131,9 +132,12 @@ class BotService:
         the match has a seat a bot plays; True when the stream gave up on an error worth
         trying again (the game service away).
 
-        The public view (one GetView) says whether a bot plays any seat, and who controls
-        each seat as of its seq; from then on the stream tells each turn with the view of
-        the seat to act, and the seat's bot, if a bot plays it, sends its command on it.
+        The public view (a GetView) says whether a bot plays any seat, and who controls
+        each seat as of its seq, and the view of the bot seat to act, if any (another),
+        the first turn; from then on the stream tells each turn with the view of the seat
+        to act, and the seat's bot, if a bot plays it, sends its command on it. When the
+        stream may not tell a turn (:data:`~services.bot.streams.UNTOLD`: it was opened
+        again, or a feed lost track), GetView tells it once more.
 
         :raises grpc.aio.AioRpcError: as GetView fails.
         """
@@ -141,18 +145,29 @@ class BotService:
         if public.is_over or not _has_bot(public):
             self._seen.pop(game_id, None)
             return False
-        self._seen[game_id] = max(self._seen.get(game_id, 0), public.seq)
         async with self.api.streams.use(game_id, after_seq=public.seq,
                                         seat_control=public.seat_control) as stream:
-            handled = public.seq - 1  # the newest event comes again with its turn
+            turn: Turn | Untold | None = UNTOLD  # the first from GetView: the view in hand
+            in_hand: SeatView | None = public
+            handled = 0
             refused = 0  # transient refusals of the same turn in a row
-            while (turn := await stream.next_turn(handled)) is not None:
-                handled = turn.seq
+            while True:
+                if turn is UNTOLD:
+                    turn, handled = await self._fetched_turn(game_id, stream, in_hand)
+                    in_hand = None
+                if turn is None:
+                    turn = await stream.next_turn(handled)
+                    if turn is None:
+                        break  # the match is over, or the stream gave up
+                    if turn is UNTOLD:
+                        continue
+                handled = max(handled, turn.seq)
                 self._seen[game_id] = max(self._seen.get(game_id, 0), turn.seq)
                 if not _has_bot(turn.view):
                     return False  # the players are all back: a takeover event wakes it
                 control = self.seats.bot_control(turn.view, turn.seat)
                 if control is None:
+                    turn = None
                     continue  # a person is to act: wait for the next turn
                 try:
                     outcome = await play_view(
@@ -163,17 +178,21 @@ class BotService:
                     _log.warning("bot_command_failed", game_id=game_id,
                                  code=error.code().name, details=error.details())
                     if error.code() not in _TRANSIENT:
+                        turn = None
                         continue  # not to be played as it is: wait for the next turn
                     # The store away for a moment, the caller's rate, or no outcome in
                     # time: nothing may be appended to tell a next turn, so play this one
-                    # again after a pause (the same command id: applied once at most).
+                    # again after a pause (the same command id: applied once at most),
+                    # unless the stream tells a newer one meanwhile.
                     refused += 1
                     if refused > self._max_retries:
                         return True
-                    handled = turn.seq - 1
                     await asyncio.sleep(min(0.1 * refused, 1.0))
+                    if stream.turn is not None and stream.turn.seq > turn.seq:
+                        turn = stream.turn
                     continue
                 refused = 0
+                turn = None
                 if outcome is Outcome.PLAYED:
                     self.moves += 1
             failure = stream.failure
@@ -183,6 +202,25 @@ class BotService:
         _log.warning("bot_stream_ended", game_id=game_id, code=failure.code().name,
                      details=failure.details())
         return failure.code() in _TRANSIENT
+
+
+    async def _fetched_turn(self, game_id: str, stream: GameStream,
+                            public: SeatView | None) -> tuple[Turn | None, int]:
+        """The turn as GetView tells it (from ``public``, the public view, when in hand):
+        the bot seat to act and its view, or None when no bot is to act; and the seq it is
+        as of (a turn the stream tells later is newer).
+
+        :raises grpc.aio.AioRpcError: as GetView fails.
+        """
+        if public is None:
+            public = await self.api.view(game_id, None)
+        stream.know_seat_control(public.seat_control, public.seq)
+        self._seen[game_id] = max(self._seen.get(game_id, 0), public.seq)
+        seat = public.turn
+        if public.is_over or seat is None or self.seats.bot_control(public, seat) is None:
+            return None, public.seq
+        own = await self.api.view(game_id, seat)
+        return Turn(own.seq, seat, own), own.seq
 
 
 def _has_bot(view: SeatView) -> bool:

@@ -12,9 +12,10 @@ The stream outlives what the unary path survived, call by call:
 - it ends with an error a call could end with (the game replica died: UNAVAILABLE; the
   client read too slowly: RESOURCE_EXHAUSTED ``stream_backlog``; the token expired; a
   frozen replica that sends no heartbeat for :data:`SILENT_SECONDS`): it is opened again,
-  on whichever replica the channel picks, from the event before the last one received (so
-  the newest event, with its turn and view, comes again), and every command without an
-  outcome is sent again with its command id, which gives it its first outcome: applied once;
+  on whichever replica the channel picks, from the last event received, and every command
+  without an outcome is sent again with its command id, which gives it its first outcome:
+  applied once; the bot then asks GetView for the turn once (:meth:`GameStream.next_turn`),
+  as any client does after opening a stream;
 - its token is renewed on the stream (``PlayRenewal``) before it expires;
 - a game that does not exist, or a caller refused, ends it for good (:attr:`GameStream.
   failure`); so do :data:`OPEN_ATTEMPTS` failed openings in a row (the game service away
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Final
@@ -52,6 +54,9 @@ RENEW_AT: Final = 0.5
 SILENT_SECONDS: Final = 12.0
 """With nothing heard for this long (two of the server's 5-second heartbeats and some), the
 stream is taken for dead (a frozen replica) and opened again."""
+UNTOLD_SECONDS: Final = 1.0
+"""How long after an event a bot waits for the stream to tell the turn before asking GetView
+(the event ending a batch tells it at once; this is for a feed that could not)."""
 OPEN_ATTEMPTS: Final = 20
 """Failed openings in a row after which a stream gives up (about 15 s of backoff)."""
 _FINAL_CODES: Final = frozenset({
@@ -72,6 +77,15 @@ def refusal_error(status: status_pb2.Status) -> grpc.aio.AioRpcError:
 def _match_over() -> grpc.aio.AioRpcError:
     return grpc.aio.AioRpcError(grpc.StatusCode.FAILED_PRECONDITION, grpc.aio.Metadata(),
                                 grpc.aio.Metadata(), details="the match is over")
+
+
+class Untold(enum.Enum):
+    """What :meth:`GameStream.next_turn` returns when the stream may not tell the turn."""
+
+    UNTOLD = "untold"
+
+
+UNTOLD: Final = Untold.UNTOLD
 
 
 @dataclass(frozen=True)
@@ -102,6 +116,8 @@ class GameStream:
         self.users = 0
         self.opened = 0
         """How many times the stream was opened (tests: a reconnection opens it again)."""
+        self._reopened = False
+        """Opened again since :meth:`next_turn` last said so."""
         self._pending: dict[str, tuple[game_pb2.PlayCommand, asyncio.Future[
             game_pb2.PlayOutcome]]] = {}
         self._requests: asyncio.Queue[game_pb2.PlayRequest | None] | None = None
@@ -130,16 +146,31 @@ class GameStream:
             if known is None or known[0] <= seq:
                 self._seat_control[holder.seat] = (seq, holder)
 
-    async def next_turn(self, after_seq: int) -> Turn | None:
-        """The newest turn told after ``after_seq``, once there is one; None once the stream
-        ended (the match is over, or it gave up: :attr:`failure`)."""
+    async def next_turn(self, after_seq: int) -> Turn | Untold | None:
+        """The newest turn told after ``after_seq``, once there is one; :data:`UNTOLD` when
+        the stream may not tell it (it was opened again, or events came and no turn for
+        them within :data:`UNTOLD_SECONDS`): ask GetView; None once the stream ended (the
+        match is over, or it gave up: :attr:`failure`).
+
+        A stream tells the turn with the event ending a command's batch, but not always
+        with events it replays, nor when the replica's feed could not follow the game's
+        state (the bus or the store away): so a bot never waits on a turn only the stream
+        could tell."""
         while True:
             if self.turn is not None and self.turn.seq > after_seq:
                 return self.turn
             if self.ended:
                 return None
+            if self._reopened:
+                self._reopened = False
+                return UNTOLD
+            untold = self.seq > max(after_seq, self.turn.seq if self.turn else 0)
             self._changed.clear()
-            await self._changed.wait()
+            try:
+                async with asyncio.timeout(UNTOLD_SECONDS if untold else None):
+                    await self._changed.wait()
+            except TimeoutError:
+                return UNTOLD
 
     async def submit(self, command: game_pb2.PlayCommand,
                      timeout: float) -> game_pb2.PlayOutcome:
@@ -235,7 +266,7 @@ class GameStream:
         requests: asyncio.Queue[game_pb2.PlayRequest | None] = asyncio.Queue()
         # From the event before the last received: the newest one comes again with its turn.
         requests.put_nowait(game_pb2.PlayRequest(open=game_pb2.PlayOpen(
-            game_id=self.game_id, after_seq=max(self.seq - 1, 0), seat_to_act_views=True)))
+            game_id=self.game_id, after_seq=self.seq, seat_to_act_views=True)))
         for command, _ in self._pending.values():  # no outcome yet: the same id again
             requests.put_nowait(game_pb2.PlayRequest(command=command))
         self._requests = requests
@@ -244,6 +275,9 @@ class GameStream:
             _drained(requests), metadata=self._streams.metadata(token_seconds))
         self._call = call
         self.opened += 1
+        if self.opened > 1:
+            self._reopened = True  # what happened meanwhile may come without its turn
+            self._changed.set()
         renewal = asyncio.get_running_loop().create_task(
             self._renew(requests, token_seconds), name=f"play-renew:{self.game_id}")
         try:
