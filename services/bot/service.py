@@ -132,10 +132,10 @@ class BotService:
         the match has a seat a bot plays; True when the stream gave up on an error worth
         trying again (the game service away).
 
-        The public view (a GetView) says whether a bot plays any seat, and who controls
-        each seat as of its seq, and the view of the bot seat to act, if any (another),
-        the first turn; from then on the stream tells each turn with the view of the seat
-        to act, and the seat's bot, if a bot plays it, sends its command on it. When the
+        The public view (a GetView) says whether a bot plays any seat and who controls each
+        seat as of its seq; when a bot is to act, a GetView of its seat is the first turn.
+        From then on the stream tells each turn with the view of the seat to act, and the
+        seat's bot, if a bot plays it, sends its command on it. When the
         stream may not tell a turn (:data:`~services.bot.streams.UNTOLD`: it was opened
         again, or a feed lost track), GetView tells it once more.
 
@@ -202,7 +202,6 @@ class BotService:
         _log.warning("bot_stream_ended", game_id=game_id, code=failure.code().name,
                      details=failure.details())
         return failure.code() in _TRANSIENT
-
 
     async def _fetched_turn(self, game_id: str, stream: GameStream,
                             public: SeatView | None) -> tuple[Turn | None, int]:
