@@ -254,27 +254,44 @@ async def test_bots_finish_a_match_when_the_game_replica_their_stream_is_on_is_k
     assert stream_openings >= 2  # opened again on the surviving replica
 
 
-async def test_bots_refused_for_their_rate_play_the_turn_again_and_finish_the_same_match() -> None:
+async def test_a_bot_refused_for_its_rate_plays_the_turn_again_and_it_is_applied_once(
+) -> None:
     # A refusal worth retrying (RESOURCE_EXHAUSTED rate_limited, as UNAVAILABLE when the
     # store is away) appends nothing, so no event tells a next turn: the bot plays the
     # same turn again, with the same command id.
-    table = TABLES["hand-2"]
-    async with serving(clock=lambda: FIXED_MS) as by_calls:
-        await _create(by_calls.client("operator", Role.ADMIN), table, "rate")
-        await _bots_by_calls(by_calls, "rate")
-        expected = [entry.SerializeToString()
-                    for entry in await by_calls.client("operator", Role.ADMIN).export("rate")]
-    slow = CallerLimiter(CallerLimits(service_calls_per_second=20, service_call_burst=1))
+    table = TABLES["hokm-4"]
+    # Two calls of a method at once (the bot's two GetViews), then one each 2 s.
+    slow = CallerLimiter(CallerLimits(service_calls_per_second=0.5, service_call_burst=2))
     async with serving(clock=lambda: FIXED_MS, limiter=slow) as throttled, \
             _bot_replica(throttled.address) as (bots, _):
-        await _create(throttled.client("operator", Role.ADMIN), table, "rate")
+        admin = throttled.client("operator", Role.ADMIN)
+        await _create(admin, table, "rate")
+        created_seq = len(throttled.store.load("rate", 0))  # (GetView is limited too)
+        # The bots' SubmitCommand tokens spent: their first command on the stream is
+        # refused, and the bucket has a token again 2 s later.
+        for spent in range(2):
+            with pytest.raises(grpc.aio.AioRpcError):
+                await throttled.client("bots", Role.SERVICE).submit(
+                    "no-such-game", f"spend-{spent}", hokm_pb2.HokmCommand(), seat=0)
         bots.kick("rate")
-        await asyncio.wait_for(bots.idle(), 90)
+        while len(throttled.store.load("rate", 0)) == created_seq:
+            await asyncio.sleep(0.05)
+        await bots.stop()
         refused = sum(sample.value for metric in throttled.service.metrics.commands.collect()
                       for sample in metric.samples
                       if sample.name.endswith("_total")
                       and "resource_exhausted" in sample.labels.values())
-        played = [entry.SerializeToString()
-                  for entry in await throttled.client("operator", Role.ADMIN).export("rate")]
+        played = [entry.SerializeToString() for entry in await admin.export("rate")]
     assert refused > 0
-    assert played == expected
+    # Applied once: the log is, byte for byte, the one the bot's first move makes by a call.
+    async with serving(clock=lambda: FIXED_MS) as once:
+        await _create(once.client("operator", Role.ADMIN), table, "rate")
+        bots_client = once.client("bots", Role.SERVICE)
+        seat = SeatView.of(await bots_client.view("rate")).turn
+        assert seat is not None
+        own = SeatView.of(await bots_client.view("rate", seat))
+        await bots_client.submit("rate", f"bot:rate:{own.seq}", decide(own, "basic", "rate"),
+                                 expected_seq=own.seq, seat=seat)
+        expected = [entry.SerializeToString()
+                    for entry in await once.client("operator", Role.ADMIN).export("rate")]
+    assert played[:len(expected)] == expected
