@@ -50,7 +50,14 @@ test-slow: $(STAMP)
 	DAST_SLOW_TESTS=1 $(BIN)/pytest -m slow $(PYTEST_ARGS)
 
 run: $(STAMP)
-	$(BIN)/dast serve
+	$(BIN)/dast serve --services all,console
+
+# The operator console's pages photographed by its browser test into docs/images/console-*.png
+# (headless Chromium over a stack playing matches; docs/console.md shows them).
+.PHONY: console-screenshots
+console-screenshots: $(STAMP)
+	DAST_CONSOLE_SCREENSHOTS=docs/images $(BIN)/pytest -q -p no:logging \
+		tests/services/console/test_console_browser.py
 
 # Lobby, 2 game replicas and 2 bot replicas as separate processes over the machine's
 # PostgreSQL and NATS (deploy/local-stack.sh says how to play against it).
@@ -127,6 +134,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/stats.py --json
 	$(BIN)/python bench/limits.py --json
 	$(BIN)/python bench/refusals.py --json
+	$(BIN)/python bench/console.py --json
+	$(BIN)/python bench/request_path.py --json --quick
 
 # The engines against their peers (RLCard's game layers) in one interleaved run; the
 # peers come from the `bench` extra, installed here only.

@@ -81,6 +81,8 @@ if TYPE_CHECKING:
     from services.chat.store import ChatStore
     from services.chat.tables import TableFacts
     from services.chat.talk_log import TalkLog
+    from services.console.server import ConsoleServer
+    from services.game.service import GameService
     from services.lobby.app import Lobby
     from services.lobby.changes import Tables
     from services.lobby.store import LobbyStore
@@ -90,8 +92,12 @@ if TYPE_CHECKING:
     from services.tournament.store import TournamentStore
 
 KNOWN_SERVICES: Final = ("game", "lobby", "bot", "tournament", "stats", "accounts")
-"""What ``--services`` may name ("all" = every one); table talk and reports run with the
-lobby."""
+"""The gRPC services ``--services`` may name ("all" = every one); table talk and reports run
+with the lobby."""
+CONSOLE: Final = "console"
+"""The operator console (a web application over the others' gRPC APIs): named on its own
+(``--services console``, or ``all,console`` as ``make run`` does); "all" leaves it out, so
+that a process serving every service does not take the console's port unasked."""
 GIL_SWITCH_SECONDS: Final = 0.0005
 GC_YOUNG_THRESHOLD: Final = 10_000
 
@@ -174,17 +180,19 @@ class StackOptions:
 
 
 def parse_services(text: str) -> list[str]:
-    """The services named in a comma-separated list ("all" = every one), in a fixed order.
+    """The services named in a comma-separated list ("all" = every gRPC service; the console
+    is named on its own), in a fixed order.
 
     :raises ValueError: for an unknown name.
     """
     names = [name.strip() for name in text.split(",") if name.strip()]
-    if names == ["all"]:
-        return list(KNOWN_SERVICES)
-    unknown = sorted(set(names) - set(KNOWN_SERVICES))
+    if "all" in names:
+        names = [*KNOWN_SERVICES, *(name for name in names if name != "all")]
+    known = (*KNOWN_SERVICES, CONSOLE)
+    unknown = sorted(set(names) - set(known))
     if unknown or not names:
-        raise ValueError(f"unknown services {unknown}; known: all, {', '.join(KNOWN_SERVICES)}")
-    return [name for name in KNOWN_SERVICES if name in names]
+        raise ValueError(f"unknown services {unknown}; known: all, {', '.join(known)}")
+    return [name for name in known if name in names]
 
 
 def in_process_bus(store_url: str | None) -> InProcessBus:
@@ -256,6 +264,8 @@ class Composition:
     reporter: PresenceReporter | None = field(init=False, default=None)
     takeovers: Takeovers | None = field(init=False, default=None)
     lobby: Lobby | None = field(init=False, default=None)
+    game: GameService | None = field(init=False, default=None)
+    """The game service, when this process runs it."""
     workers: BotWorkers | None = field(init=False, default=None)
     _channel: grpc.aio.Channel | None = field(init=False, default=None)
     _tasks: list[asyncio.Task[None]] = field(init=False, default_factory=list)
@@ -286,7 +296,7 @@ class Composition:
             from services.game.app import SERVICE_NAMES as GAME_SERVICE_NAMES
             from services.game.app import mount_game_service
 
-            mount_game_service(
+            self.game = mount_game_service(
                 server, self.store, self.bus, self.notify, metrics=self.metrics,
                 signer=self.signer, presence=self.reporter, clock=self.clock,
             )
@@ -362,6 +372,8 @@ class Composition:
         await self.revocations.start()
         # Told of bans before the list's first snapshot arrives, so that a ban decided while
         # this process was down still takes its player out of tables and tournaments.
+        if self.game is not None:
+            self.bans.listen(self.game.on_ban)
         if self.lobby is not None:
             self.bans.listen(self.lobby.on_ban)
         if self.tournament is not None:
@@ -614,6 +626,22 @@ def _talk_log(settings: Settings, clock: Clock) -> TalkLog:
                          retention_days=settings.chat_retention_days, clock=clock)
 
 
+async def _start_console(settings: Settings, names: list[str], tokens: TokenKeys,
+                         own: str) -> ConsoleServer:
+    """The operator console, serving; it reaches the services this process runs at ``own``
+    and the others where ``DAST_CONSOLE_TARGETS`` (or ``DAST_GAME_TARGET``) says."""
+    from services.console.app import build_app
+    from services.console.backend import Backend, ConsoleTargets
+    from services.console.server import ConsoleServer
+
+    serves_grpc = any(name in KNOWN_SERVICES for name in names)
+    targets = ConsoleTargets.parse(settings.console_targets,
+                                   default=own if serves_grpc else settings.game_target or "")
+    console = ConsoleServer(build_app(Backend(targets), tokens.ring), settings.console_listen)
+    await console.start()
+    return console
+
+
 def _check_game_target(settings: Settings, names: list[str]) -> None:
     if "game" not in names and ({"lobby", "bot", "tournament"} & set(names)) and (
             not settings.game_target):
@@ -743,8 +771,12 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     await composition.start(own if "game" in names else (settings.game_target or ""))
     if settings.metrics_port:
         serve_metrics(settings.metrics_port, settings.metrics_host)
+    console = await _start_console(settings, names, tokens, own) if CONSOLE in names else None
     settle_collector()
     print(banner(settings, names, port, tokens), flush=True)
+    if console is not None:
+        print(f"  console: http://{_loopback(settings.console_listen)}:{console.port}/ "
+              "(sign in with the admin token)", flush=True)
     log.info("serving", port=port, services=names)
 
     stop = stop or asyncio.Event()
@@ -756,6 +788,8 @@ async def run(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
         await stop.wait()
     finally:
         log.info("stopping")
+        if console is not None:
+            await console.stop()
         await server.stop(grace=2.0)
         await composition.stop()
         if relay_task is not None:

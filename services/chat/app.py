@@ -27,6 +27,7 @@ from services.chat.service import ChatService
 from services.chat.store import ChatStore
 from services.chat.tables import TableDirectory
 from services.chat.talk_log import DAY_MS, MemoryTalkLog, TalkLog
+from services.platform.background import BackgroundTasks
 from services.platform.bans import Ban
 from services.platform.clock import Clock, wall_clock_ms
 
@@ -45,7 +46,7 @@ class TableTalk:
     chat: ChatService
     reports: ReportService
     talk: TalkLog
-    _erasures: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
+    _erasures: BackgroundTasks = field(default_factory=BackgroundTasks, repr=False)
 
     def on_ban(self, player_id: str, ban: Ban | None) -> None:
         """A :data:`~services.platform.bans.BanListener`: a deleted account's talk is erased
@@ -53,10 +54,7 @@ class TableTalk:
         the second time)."""
         if ban is None or not ban.erased:
             return
-        task = asyncio.get_running_loop().create_task(self._erase(player_id),
-                                                      name=f"chat-erase:{player_id}")
-        self._erasures.add(task)
-        task.add_done_callback(self._erasures.discard)
+        self._erasures.spawn(self._erase(player_id), name=f"chat-erase:{player_id}")
 
     async def _erase(self, player_id: str) -> None:
         try:

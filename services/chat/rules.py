@@ -4,15 +4,18 @@ Text follows the rules of display names (:func:`services.platform.validation.cle
 NFKC, control, direction-override and invisible characters removed, runs of spaces made
 one), then a length limit. The rate is a sliding window per player on the services' clock:
 at most ``messages`` accepted in any ``window_ms``; a refused message does not count.
-Each process keeps its own windows, so a player whose calls land on two lobby replicas may
-say up to twice as much: a bound on a flood, not an exact quota.
+Where the talk is kept decides where the windows are (:meth:`TalkLog.send_rate
+<services.chat.talk_log.TalkLog.send_rate>`): in the process for the embedded backend
+(:class:`RateWindows`), in a key-value bucket beside the chat stream on NATS
+(:class:`services.chat.send_rate.NatsSendRate`), so that a player whose calls land on
+several lobby replicas gets one quota, not one per replica.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 import grpc
 
@@ -59,31 +62,45 @@ def clean_text(raw: str, max_chars: int) -> str:
     return text
 
 
+class SendRate(Protocol):
+    """Where each player's recent messages are counted."""
+
+    async def take(self, player_id: str, now_ms: int) -> None:
+        """Count a message of ``player_id`` at ``now_ms``.
+
+        :raises ServiceError: RESOURCE_EXHAUSTED ``chat_rate_limited`` (with the seconds
+            until a message is allowed again) when the window is full.
+        """
+        ...
+
+
+def rate_limited(messages: int, window_ms: int, wait_ms: int) -> ServiceError:
+    """The refusal of a message past ``messages`` in ``window_ms``, allowed again in
+    ``wait_ms``."""
+    return ServiceError(
+        grpc.StatusCode.RESOURCE_EXHAUSTED, ChatReason.CHAT_RATE_LIMITED,
+        f"at most {messages} messages in {window_ms / 1000:g} s: wait "
+        f"{wait_ms / 1000:.1f} s", retry_after=max(wait_ms, 1) / 1000)
+
+
 class RateWindows:
-    """Each player's recent messages, to refuse a flood."""
+    """:class:`SendRate` in one process: each player's recent messages."""
 
     def __init__(self, messages: int, window_ms: int) -> None:
         self.messages = messages
         self.window_ms = window_ms
         self._sent: dict[str, deque[int]] = {}
 
-    def take(self, player_id: str, now_ms: int) -> None:
-        """Count a message of ``player_id`` at ``now_ms``.
-
-        :raises ServiceError: RESOURCE_EXHAUSTED ``chat_rate_limited`` (with the seconds
-            until a message is allowed again) when the window is full.
-        """
+    async def take(self, player_id: str, now_ms: int) -> None:
+        """See :meth:`SendRate.take`."""
         if len(self._sent) > MAX_TRACKED_PLAYERS:
             self._forget_idle(now_ms)
         sent = self._sent.setdefault(player_id, deque())
         while sent and sent[0] <= now_ms - self.window_ms:
             sent.popleft()
         if len(sent) >= self.messages:
-            wait_ms = sent[0] + self.window_ms - now_ms
-            raise ServiceError(
-                grpc.StatusCode.RESOURCE_EXHAUSTED, ChatReason.CHAT_RATE_LIMITED,
-                f"at most {self.messages} messages in {self.window_ms / 1000:g} s: wait "
-                f"{wait_ms / 1000:.1f} s", retry_after=max(wait_ms, 1) / 1000)
+            raise rate_limited(self.messages, self.window_ms,
+                               sent[0] + self.window_ms - now_ms)
         sent.append(now_ms)
 
     def _forget_idle(self, now_ms: int) -> None:

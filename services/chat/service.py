@@ -16,7 +16,8 @@ import grpc
 from dast.v1 import chat_pb2, chat_pb2_grpc, lobby_pb2
 from services.chat.phrases import PHRASES, PHRASES_BY_ID
 from services.chat.reasons import ChatReason
-from services.chat.rules import RateWindows, TalkRules, clean_text
+from services.chat.rules import TalkRules, clean_text
+from services.chat.send_rate import send_rate_of
 from services.chat.store import LARGEST_NUMBER, PLAYER_ID_CHARS, ChatStore
 from services.chat.tables import TableDirectory, TableFacts
 from services.chat.talk_log import TalkLog, TalkUnavailable
@@ -73,7 +74,7 @@ class ChatService(chat_pb2_grpc.ChatServiceServicer):
         self.store = store
         self.rules = rules
         self.clock = clock
-        self.windows = RateWindows(rules.messages, rules.window_ms)
+        self.windows = send_rate_of(talk, rules.messages, rules.window_ms)
 
     async def SendChat(
         self, request: chat_pb2.SendChatRequest, context: grpc.aio.ServicerContext
@@ -85,7 +86,10 @@ class ChatService(chat_pb2_grpc.ChatServiceServicer):
         message = chat_pb2.ChatMessage(table_id=facts.table_id, sender_id=player,
                                        from_spectator=player not in facts.seated)
         self._set_body(message, request, facts.chat)
-        self.windows.take(player, self.clock())
+        try:
+            await self.windows.take(player, self.clock())
+        except TalkUnavailable as failed:
+            raise _unavailable(failed) from failed
         message.at_ms = self.clock()
         try:
             kept = await self.talk.append(message)

@@ -164,10 +164,20 @@ class NatsTalkLog:
         self._timeout = request_timeout_seconds
         self._nc: Client | None = None
 
-    def _jetstream(self) -> JetStreamContext:
+    def jetstream(self) -> JetStreamContext:
+        """The JetStream API on this log's connection.
+
+        :raises TalkUnavailable: while it is not connected.
+        """
         if self._nc is None or not self._nc.is_connected:
             raise TalkUnavailable("table talk is not connected to NATS")
         return self._nc.jetstream(timeout=self._timeout)
+
+    @property
+    def rate_bucket(self) -> str:
+        """The key-value bucket of the talkers' send windows beside the stream
+        (:mod:`services.chat.send_rate`)."""
+        return f"{self.stream}_RATE"
 
     def stream_config(self) -> StreamConfig:
         """The stream as this process wants it: its age is the retention age."""
@@ -179,7 +189,7 @@ class NatsTalkLog:
         process's retention age when an operator changed it."""
         self._nc = await nats.connect(self.url, max_reconnect_attempts=-1,
                                       reconnect_time_wait=0.5)
-        jetstream = self._jetstream()
+        jetstream = self.jetstream()
         wanted = self.stream_config()
         try:
             info = await jetstream.stream_info(self.stream)
@@ -206,7 +216,7 @@ class NatsTalkLog:
         """See :meth:`TalkLog.append`."""
         subject = self.subject(message.table_id, message.sender_id)
         try:
-            ack = await self._jetstream().publish(
+            ack = await self.jetstream().publish(
                 subject, message.SerializeToString(deterministic=True))
         except nats.errors.Error as failed:
             raise TalkUnavailable(f"NATS did not take the message: {failed!r}") from failed
@@ -223,7 +233,7 @@ class NatsTalkLog:
                                  opt_start_seq=after_seq + 1) if after_seq
                   else ConsumerConfig(deliver_policy=DeliverPolicy.ALL))
         try:
-            subscription = await self._jetstream().subscribe(
+            subscription = await self.jetstream().subscribe(
                 self.subject(table_id), stream=self.stream, ordered_consumer=True,
                 config=config)
         except nats.errors.Error as failed:

@@ -65,7 +65,9 @@ def serve(
 
 def token(
     player_id: Annotated[str, typer.Argument(help="The player the token acts for.")],
-    role: Annotated[Role, typer.Option(help="player, service or admin.")] = Role.PLAYER,
+    role: Annotated[Role, typer.Option(
+        help="player, service, admin or referee (reads every log of a running match).")
+    ] = Role.PLAYER,
     ttl_seconds: Annotated[int, typer.Option(help="Lifetime of the token.")] = 24 * 3600,
 ) -> None:
     """Print a bearer token signed with the operator's key (the embedded mode's, or the

@@ -5,7 +5,8 @@ A stream is three tasks around one bounded queue of messages for the client (doc
 
 - **the events**: the responses Subscribe would send the stream's seat
   (:meth:`GameService.watch`: the same merge of store and bus, redaction, receipts, turns
-  and views), each queued as it comes;
+  and views), each queued as it comes, already serialised in its ``PlayResponse`` (once
+  for every Play stream of the seat: :func:`play_event`);
 - **the requests**: the client's messages read one after another, so a stream's commands
   are applied in the order sent. A command goes through the unary path's own code
   (:meth:`GameService.apply`: caller-scoped command ids, ``expected_seq``, the input checks,
@@ -33,12 +34,13 @@ import functools
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import grpc
 from google.rpc import code_pb2, status_pb2
 
 from dast.v1 import game_pb2
+from services.game.streams import Encoded
 from services.platform.auth import AuthError, Identity
 from services.platform.errors import (
     Reason,
@@ -62,6 +64,17 @@ busy moment, a few hundred kilobytes at most."""
 SUBMIT_METHOD: Final = "/dast.v1.GameService/SubmitCommand"
 """The method whose call rate a stream's commands count against (the caller's one bucket)."""
 _OK: Final = status_pb2.Status(code=code_pb2.OK)
+
+
+def play_event(response: game_pb2.SubscribeResponse) -> game_pb2.PlayResponse:
+    """An event's response as a Play stream sends it (the envelope of
+    :meth:`~services.game.streams.GameFeeds.encoded_after`)."""
+    return game_pb2.PlayResponse(event=response)
+
+
+Sent = game_pb2.PlayResponse | bytes
+"""A message for the client: made for this stream, or an event serialised for every stream
+of the seat (the server's serializer passes bytes through)."""
 
 
 def _invalid(message: str) -> ServiceError:
@@ -95,16 +108,22 @@ class EndedWith(Exception):
         self.status = status
 
 
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class Outbox:
     """The messages waiting for the client, and the outcomes waiting for their events."""
 
     def __init__(self, limit: int, stats: PlayStats) -> None:
         self._limit = limit
         self._stats = stats
-        self._queue: deque[game_pb2.PlayResponse] = deque()
-        self._held: deque[tuple[int, game_pb2.PlayResponse]] = deque()
+        self._queue: deque[Sent] = deque()
+        self._held: deque[tuple[int, Sent]] = deque()
         """Accepted outcomes, each until the events up to its seq are queued."""
-        self._changed = asyncio.Event()
+        self._waiter: asyncio.Future[None] | None = None
+        """The sender's wait for something to send, while it waits."""
         self.events_through = 0
         """The seq of the last event queued."""
         self.failure: BaseException | None = None
@@ -114,7 +133,7 @@ class Outbox:
     def __len__(self) -> int:
         return len(self._queue)
 
-    def put(self, message: game_pb2.PlayResponse) -> None:
+    def put(self, message: Sent) -> None:
         """Queue ``message``.
 
         :raises Backlog: the queue holds its limit already.
@@ -124,16 +143,16 @@ class Outbox:
         self._queue.append(message)
         if len(self._queue) > self._stats.most_queued:
             self._stats.most_queued = len(self._queue)
-        self._changed.set()
+        self._wake()
 
-    def put_event(self, message: game_pb2.PlayResponse) -> None:
+    def put_event(self, event: Encoded) -> None:
         """Queue an event, then the outcomes it was the last one missing for."""
-        self.put(message)
-        self.events_through = message.event.event.seq
+        self.put(event.data)
+        self.events_through = event.seq
         while self._held and self._held[0][0] <= self.events_through:
             self.put(self._held.popleft()[1])
 
-    def put_after(self, seq: int, message: game_pb2.PlayResponse) -> None:
+    def put_after(self, seq: int, message: Sent) -> None:
         """Queue ``message`` once the events up to ``seq`` are queued (now if they are)."""
         if seq <= self.events_through:
             self.put(message)
@@ -143,24 +162,36 @@ class Outbox:
             self._held.append((seq, message))
 
     def has_heartbeat(self) -> bool:
-        return any(message.HasField("heartbeat") for message in self._queue)
+        return any(isinstance(message, game_pb2.PlayResponse) and message.HasField("heartbeat")
+                   for message in self._queue)
 
     def fail(self, failure: BaseException) -> None:
         if self.failure is None:
             self.failure = failure
-        self._changed.set()
+        self._wake()
 
     def end_events(self) -> None:
         self.events_ended = True
-        self._changed.set()
+        self._wake()
 
-    async def take(self, timeout: float) -> game_pb2.PlayResponse | None:
+    async def take(self, timeout: float) -> Sent | None:
         """The next message, waiting at most ``timeout`` seconds (None: nothing came)."""
         if not self._queue:
-            self._changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), timeout)
+            # A future and a timer, not asyncio.wait_for: that wraps the wait in a task of
+            # its own each time, a cost paid for nearly every message a stream sends.
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            timer = loop.call_later(timeout, _resolve, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
         return self._queue.popleft() if self._queue else None
+
+    def _wake(self) -> None:
+        if self._waiter is not None:
+            _resolve(self._waiter)
 
 
 class PlayStream:
@@ -192,7 +223,7 @@ class PlayStream:
 
     async def messages(
         self, requests: AsyncIterator[game_pb2.PlayRequest]
-    ) -> AsyncGenerator[game_pb2.PlayResponse, None]:
+    ) -> AsyncGenerator[Sent, None]:
         """What the stream sends, until the match's final event or a failure (raised)."""
         loop = asyncio.get_running_loop()
         events = loop.create_task(self._follow_events(), name="play:events")
@@ -233,8 +264,7 @@ class PlayStream:
         return game_pb2.PlayResponse(heartbeat=game_pb2.PlayHeartbeat(
             ping_id=ping_id, server_time_ms=self._clock()))
 
-    async def _queued(self, message: game_pb2.PlayResponse,
-                      put: Callable[[game_pb2.PlayResponse], None] | None = None) -> None:
+    async def _queued(self, message: Any, put: Callable[[Any], None] | None = None) -> None:
         """Queue ``message`` (by ``put``, or at the queue's end); past the queue's limit, end
         the stream now (the sender may be stuck handing gRPC a message nobody reads)."""
         try:
@@ -250,12 +280,11 @@ class PlayStream:
     async def _follow_events(self) -> None:
         opening = self._opening
         try:
-            async for response in self._service.watch(
-                self.identity, opening.game_id, opening.after_seq, self._seat,
+            async for event in self._service.watch(
+                self.identity, opening.game_id, opening.after_seq, self._seat, play_event,
                 seat_to_act_views=opening.seat_to_act_views,
             ):
-                await self._queued(game_pb2.PlayResponse(event=response),
-                                   self.outbox.put_event)
+                await self._queued(event, self.outbox.put_event)
         except Exception as failure:
             self.outbox.fail(failure)
             return

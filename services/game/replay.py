@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -28,10 +28,13 @@ import grpc
 from dast.v1 import log_pb2, replay_pb2, replay_pb2_grpc
 from engine.core.payload import put
 from services.game.control import seat_control_of
+from services.game.names import NO_NAMES
 from services.game.repository import GameRepository, GameSnapshot, snapshot_of
 from services.game.service import check_game_id
+from services.game.turns import named_view
 from services.platform.auth import Identity, current_identity
 from services.platform.errors import Reason, ServiceError
+from services.platform.store import SeatName
 from services.platform.validation import quoted_input
 
 SERVICE_NAME: Final[str] = replay_pb2.DESCRIPTOR.services_by_name["ReplayService"].full_name
@@ -76,7 +79,8 @@ async def check_may_watch(
 
     :raises ServiceError: PERMISSION_DENIED, reason ``spectators_not_allowed``.
     """
-    if identity.is_privileged or head.seat_of(identity.player_id) is not None:
+    if (identity.is_privileged or identity.reads_every_log
+            or head.seat_of(identity.player_id) is not None):
         return
     if not await repository.spectators_allowed(head.game_id):
         raise ServiceError(
@@ -135,27 +139,29 @@ def resolve_viewpoint(
 
 def frames(
     game_id: str, entries: list[log_pb2.LogEntry], first: int, last: int,
-    viewpoint: Viewpoint,
+    viewpoint: Viewpoint, names: Mapping[str, SeatName] = NO_NAMES,
 ) -> Iterator[replay_pb2.ReplayFrame]:
     """The frames after events ``first`` to ``last`` (1 <= first <= last <= the log's last
-    seq) of the log ``entries`` (from seq 1) as ``viewpoint`` sees them: the repository's
-    replay up to ``first``, then one event at a time."""
+    seq) of the log ``entries`` (from seq 1) as ``viewpoint`` sees them, the views with
+    the seats' ``names``: the repository's replay up to ``first``, then one event at a
+    time."""
     snapshot = snapshot_of(game_id, entries[:first])
     for seq in range(first, last + 1):
         if seq > first:
             snapshot = snapshot.advanced(entries[seq - 1:seq])
-        yield _frame(snapshot, entries, viewpoint)
+        yield _frame(snapshot, entries, viewpoint, names)
 
 
 def frame_at(
-    game_id: str, entries: list[log_pb2.LogEntry], seq: int, viewpoint: Viewpoint
+    game_id: str, entries: list[log_pb2.LogEntry], seq: int, viewpoint: Viewpoint,
+    names: Mapping[str, SeatName] = NO_NAMES,
 ) -> replay_pb2.ReplayFrame:
     """The frame after event ``seq`` (see :func:`frames`)."""
-    return next(frames(game_id, entries, seq, seq, viewpoint))
+    return next(frames(game_id, entries, seq, seq, viewpoint, names))
 
 
-def _frame(snapshot: GameSnapshot, entries: list[log_pb2.LogEntry], viewpoint: Viewpoint
-           ) -> replay_pb2.ReplayFrame:
+def _frame(snapshot: GameSnapshot, entries: list[log_pb2.LogEntry], viewpoint: Viewpoint,
+           names: Mapping[str, SeatName]) -> replay_pb2.ReplayFrame:
     """``snapshot`` (the log ``entries`` replayed to its seq) projected for ``viewpoint``."""
     game, state, seq = snapshot.game, snapshot.state, snapshot.seq
     entry = entries[seq - 1]
@@ -176,7 +182,7 @@ def _frame(snapshot: GameSnapshot, entries: list[log_pb2.LogEntry], viewpoint: V
         view = frame.views.add()
         if seat is not None:
             view.seat = seat
-        put(view, game.SCHEMA, game.view(state, seat))
+        put(view, game.SCHEMA, named_view(game, state, seat, names))
     return frame
 
 
@@ -204,7 +210,8 @@ class ReplayService(replay_pb2_grpc.ReplayServiceServicer):
                 f"{head.seq} (0: the last)", metadata={"field": "seq"},
             )
         entries = await self._entries(head)
-        frame = await asyncio.to_thread(frame_at, head.game_id, entries, seq, viewpoint)
+        names = await self.repository.names.of(head.game_id)
+        frame = await asyncio.to_thread(frame_at, head.game_id, entries, seq, viewpoint, names)
         return replay_pb2.GetReplayFrameResponse(frame=frame)
 
     async def ListReplayFrames(
@@ -218,8 +225,10 @@ class ReplayService(replay_pb2_grpc.ReplayServiceServicer):
         size = min(request.page_size or DEFAULT_PAGE_FRAMES, MAX_PAGE_FRAMES)
         last = min(request.after_seq + size, head.seq)
         entries = await self._entries(head)
+        names = await self.repository.names.of(head.game_id)
         page = await asyncio.to_thread(
-            lambda: list(frames(head.game_id, entries, request.after_seq + 1, last, viewpoint))
+            lambda: list(frames(head.game_id, entries, request.after_seq + 1, last, viewpoint,
+                                names))
         )
         reply.frames.extend(page)
         return reply

@@ -5,6 +5,8 @@ cache may be stale when another replica appended since: the store's primary key 
 that on append (ConcurrencyConflict), and :meth:`GameRepository.refresh` catches up by
 loading only the entries after the cached seq. Whether a match admits spectators is set
 when it is created and never changes: a replica asks the store once per game and remembers.
+The seats' display names are kept beside the log (:mod:`services.game.names`), in
+:attr:`GameRepository.names`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,14 @@ from dast.v1 import common_pb2, log_pb2
 from engine.core.chain import GENESIS_HASH, log_chain_key
 from engine.core.protocol import Game
 from engine.registry import GAMES, game_of_event
-from services.platform.store import AppendResult, EventStore, GameNotFound, SubmitsWrites
+from services.game.names import SeatNames
+from services.platform.store import (
+    AppendResult,
+    EventStore,
+    GameNotFound,
+    SeatName,
+    SubmitsWrites,
+)
 from services.platform.validation import quoted_input
 
 
@@ -87,6 +96,8 @@ class GameRepository:
         self._max_cached = max_cached
         self._spectator_rules: OrderedDict[str, bool] = OrderedDict()
         """game_id → whether the match admits spectators (the most recently used kept)."""
+        self.names = SeatNames(store, max_cached=max_cached)
+        """The display names of the games' seats, kept beside their logs."""
 
     def lock(self, game_id: str) -> asyncio.Lock:
         """The lock serializing this process's commands on one game."""
@@ -157,8 +168,9 @@ class GameRepository:
         *,
         relayed: bool = False,
         spectators_allowed: bool = True,
+        seat_names: Sequence[SeatName] = (),
     ) -> GameSnapshot:
-        """Store a new game's first entries and cache its state.
+        """Store a new game's first entries and its seats' names, and cache its state.
 
         ``relayed``: the caller publishes the entries itself (:mod:`services.platform.store`);
         ``spectators_allowed``: whether players without a seat may watch the match.
@@ -168,14 +180,15 @@ class GameRepository:
         if self._writes is not None:
             await self._writes.create_game_async(
                 game_id, game_type, entries, relayed=relayed,
-                spectators_allowed=spectators_allowed,
+                spectators_allowed=spectators_allowed, seat_names=seat_names,
             )
         else:
             await asyncio.to_thread(
                 self.store.create_game, game_id, game_type, entries, relayed=relayed,
-                spectators_allowed=spectators_allowed,
+                spectators_allowed=spectators_allowed, seat_names=seat_names,
             )
         self._remember_spectator_rule(game_id, spectators_allowed)
+        self.names.remember(game_id, seat_names)
         return self._remember(snapshot_of(game_id, entries))
 
     async def append(

@@ -31,17 +31,22 @@ from engine.core.payload import put, take
 from engine.registry import GAMES
 from services.game.commands import CommandHandler, Outcome, Submission
 from services.game.control import SeatControls, seat_control_of
+from services.game.names import log_players
 from services.game.play import (
     HEARTBEAT_SECONDS,
     QUEUE_LIMIT,
     EndedWith,
     PlayStats,
     PlayStream,
+    Sent,
 )
 from services.game.repository import GameRepository, GameSnapshot
-from services.game.streams import SEAT_TO_ACT, GameFeeds
-from services.game.turns import fill_turn, next_to_act, turn_for
+from services.game.status import ServiceCounts
+from services.game.streams import SEAT_TO_ACT, Encoded, Envelope, GameFeeds
+from services.game.turns import fill_turn, named_view, next_to_act, turn_for
 from services.platform.auth import Identity, Role, current_identity
+from services.platform.background import BackgroundTasks
+from services.platform.bans import Ban
 from services.platform.bus import Bus, InProcessBus
 from services.platform.clock import wall_clock_ms
 from services.platform.errors import Reason, ServiceError, abort_with, status_of
@@ -76,7 +81,7 @@ def check_game_id(game_id: str) -> str:
 
 
 def seated_players(players: Iterable[common_pb2.Player]) -> list[common_pb2.Player]:
-    """The players of a new game as its log will name them: each display name cleaned by
+    """The players of a new game as its views will name them: each display name cleaned by
     the rules of every name others see (:func:`~services.platform.validation.clean_display_name`:
     no control, bidi, zero-width or escape character), whoever creates the game.
 
@@ -128,8 +133,10 @@ _Reply = TypeVar("_Reply", bound=Message)
 _UnaryMethod = Callable[
     ["GameService", _Request, grpc.aio.ServicerContext], Coroutine[Any, Any, _Reply]
 ]
+_Sent = TypeVar("_Sent", bound=Message | bytes)
+"""A streamed response: a message, or one serialised already (shared between streams)."""
 _StreamingMethod = Callable[
-    ["GameService", _Request, grpc.aio.ServicerContext], AsyncGenerator[_Reply, None]
+    ["GameService", _Request, grpc.aio.ServicerContext], AsyncGenerator[_Sent, None]
 ]
 _RefusalHook = Callable[["GameService", _Request, grpc.StatusCode, str], None]
 """Told of each refused call of one method: (service, request, status code, reason)."""
@@ -190,15 +197,15 @@ def _rpc_reporting_refusals(
 
 
 def _streaming_rpc(
-    method: _StreamingMethod[_Request, _Reply],
-) -> _StreamingMethod[_Request, _Reply]:
+    method: _StreamingMethod[_Request, _Sent],
+) -> _StreamingMethod[_Request, _Sent]:
     """A server-streaming servicer method (an async generator) whose failures, before or
     between responses, end the stream with their rich status."""
 
     @functools.wraps(method)
     async def answered(
         service: GameService, request: _Request, context: grpc.aio.ServicerContext
-    ) -> AsyncGenerator[_Reply, None]:
+    ) -> AsyncGenerator[_Sent, None]:
         try:
             # aclosing: a stream closed early (the client went away) closes the method's
             # generator now, so its own ``finally`` blocks run at once, not when collected.
@@ -273,6 +280,7 @@ def count_refusal(
     """Count and log a refused command, whichever way it came (a call, a Play stream)."""
     metrics = service.metrics
     metrics.child(metrics.commands, label, code.name.lower()).inc()
+    service.counts.refusal(code)
     _log.info("command_refused", game_id=game_id[:64],
               expected_seq=expected_seq, status=code.name, reason=reason)
 
@@ -298,7 +306,8 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         """Seals finished logs; a server passes its configured key
         (:func:`services.platform.keys.load_signer`), tests get a key of their own."""
         self.bus = bus
-        self.feeds = GameFeeds(repository.store, bus, on_live=self._observe_lag, clock=clock)
+        self.feeds = GameFeeds(repository.store, bus, on_live=self._observe_lag, clock=clock,
+                               names=repository.names.known)
         """The live feeds of this process's Subscribe streams, one per game."""
         self.metrics = metrics
         self._notify = notify
@@ -313,6 +322,25 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         self.heartbeat_seconds = HEARTBEAT_SECONDS
         """How often an idle Play stream sends a heartbeat."""
         self.play_streams = PlayStats()
+        self.counts = ServiceCounts(started_at_ms=self._clock())
+        """What this replica has done (``GetServerStatus``)."""
+        self._erasures = BackgroundTasks()
+
+    def on_ban(self, player_id: str, ban: Ban | None) -> None:
+        """A :data:`~services.platform.bans.BanListener`: a deleted account's names are
+        blanked in every game's seat names, in the background (every replica does it; the
+        second time changes nothing). The signed logs never held them."""
+        if ban is None or not ban.erased:
+            return
+        self._erasures.spawn(self._erase_names(player_id), name=f"game-erase:{player_id}")
+
+    async def _erase_names(self, player_id: str) -> None:
+        try:
+            seats = await self.repository.names.erase(player_id)
+        except Exception:
+            _log.exception("names_not_erased", player_id=player_id)
+        else:
+            _log.info("names_erased", player_id=player_id, seats=seats)
 
     @_rpc
     async def CreateGame(
@@ -346,8 +374,11 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         game_id = request.game_id or uuid.uuid4().hex
         if not _GAME_ID.fullmatch(game_id):
             raise _invalid("game_id: 1 to 64 letters, digits, '-' or '_'")
+        # The log names each player by its opaque id only; the names are kept beside it
+        # (services.game.names), so that an erased account's name can go.
+        players, seat_names = log_players(seated_players(request.players))
         events = game.start(
-            rules, seed, seated_players(request.players), at_ms=self._clock(),
+            rules, seed, players, at_ms=self._clock(),
             server_seed_chosen=bool(request.server_seed),
         )
         entries = chain_log(events)
@@ -357,6 +388,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
                 # unset: allowed, as for every caller that predates the field
                 spectators_allowed=(request.spectators_allowed
                                     if request.HasField("spectators_allowed") else True),
+                seat_names=seat_names,
             )
         except GameExists:
             # The id as the caller sent it, not the store's wording.
@@ -396,7 +428,8 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             # more than deciding the command, so their replies say whose turn it is only.
             reply.turn.CopyFrom(turn_for(seats, seat))
         else:
-            fill_turn(reply, game, state, seat, seats, always_view=True)
+            fill_turn(reply, game, state, seat, seats, always_view=True,
+                      names=await self.repository.names.of(submission.game_id))
         return reply
 
     async def apply(self, identity: Identity, submission: Submission) -> Outcome:
@@ -415,7 +448,9 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             result = "duplicate" if outcome.duplicate else "accepted"
             if not outcome.duplicate:
                 self.metrics.child(self.metrics.appended, label).inc(len(outcome.entries))
+                self.counts.events_appended += len(outcome.entries)
             self.metrics.child(self.metrics.commands, label, result).inc()
+            self.counts.commands_accepted += 1
             _log.debug("command", game_id=submission.game_id, seq=outcome.snapshot.seq,
                        outcome=result)
             return outcome
@@ -434,7 +469,8 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             snapshot, identity, request.seat if request.HasField("seat") else None
         )
         await self._check_spectator(identity, snapshot.game_id, seat)
-        view = snapshot.game.view(snapshot.state, seat)
+        view = named_view(snapshot.game, snapshot.state, seat,
+                          await self.repository.names.of(snapshot.game_id))
         reply = game_pb2.GetViewResponse(
             seq=snapshot.seq, server_time_ms=self._clock(),
             turn=turn_for(next_to_act(snapshot.game, snapshot.state), seat),
@@ -444,23 +480,25 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         return reply
 
     @_streaming_rpc
-    async def Subscribe(
+    async def Subscribe(  # type: ignore[override]  # bytes: responses serialised already
         self, request: game_pb2.SubscribeRequest, context: grpc.aio.ServicerContext
-    ) -> AsyncGenerator[game_pb2.SubscribeResponse, None]:
+    ) -> AsyncGenerator[bytes, None]:
+        # Serialised SubscribeResponses, shared by the streams of one projection (the
+        # server's serializer passes them through: services.platform.server).
         async for response in self.watch(
             current_identity(), request.game_id, request.after_seq,
             request.seat if request.HasField("seat") else None,
         ):
-            yield response
+            yield response.data
 
     async def watch(
         self, identity: Identity, game_id: str, after_seq: int, requested_seat: int | None,
-        *, seat_to_act_views: bool = False,
-    ) -> AsyncGenerator[game_pb2.SubscribeResponse, None]:
+        envelope: Envelope | None = None, *, seat_to_act_views: bool = False,
+    ) -> AsyncGenerator[Encoded, None]:
         """The responses of a stream of ``identity``'s from ``after_seq`` on, as Subscribe
-        sends them (and a Play stream its events), ending after the match's final event;
-        ``seat_to_act_views`` (a service's stream without a seat): the public events, each
-        telling a turn with the view of the seat to act."""
+        sends them (a Play stream its events, each in ``envelope``), serialised, ending after
+        the match's final event; ``seat_to_act_views`` (a service's stream without a seat):
+        the public events, each telling a turn with the view of the seat to act."""
         game_id = check_game_id(game_id)
         if seat_to_act_views:
             check_seat_to_act_views(identity, requested_seat)
@@ -474,6 +512,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         snapshot = await self.repository.refresh(game_id)
         if snapshot.is_over and after_seq >= snapshot.seq:
             return
+        await self.repository.names.of(game_id)  # held for the stream's views (feeds.names)
         # A seated player's stream: presence counts it, and it gives the seat back if a
         # bot stood in (services.game.control).
         seated_player = not identity.is_privileged and seat is not None
@@ -482,23 +521,25 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             if self.presence is not None:
                 self.presence.opened(snapshot.game_id, identity.player_id)
         self.metrics.open_streams.inc()
+        self.counts.open_subscriptions += 1
         try:
             # Streams of one game share its feed, and those of one projection its
-            # responses (each redacted once): see services.game.streams.
-            async for response in self.feeds.responses_after(
+            # responses (each redacted and serialised once): see services.game.streams.
+            async for response in self.feeds.encoded_after(
                 snapshot.game, snapshot.game_id, after_seq,
-                SEAT_TO_ACT if seat_to_act_views else seat,
+                SEAT_TO_ACT if seat_to_act_views else seat, envelope=envelope,
                 head_seq=snapshot.seq, head_state=snapshot.state,
             ):
                 yield response
         finally:
             self.metrics.open_streams.dec()
+            self.counts.open_subscriptions -= 1
             if seated_player and self.presence is not None:
                 self.presence.closed(snapshot.game_id, identity.player_id)
 
-    async def Play(
+    async def Play(  # type: ignore[override]  # events come serialised already
         self, requests: AsyncIterator[game_pb2.PlayRequest], context: grpc.aio.ServicerContext
-    ) -> AsyncGenerator[game_pb2.PlayResponse, None]:
+    ) -> AsyncGenerator[Sent, None]:
         game_id = ""
         try:
             opening = await anext(requests, None)
@@ -511,9 +552,13 @@ class GameService(game_pb2_grpc.GameServiceServicer):
                 queue_limit=self.play_queue_limit, heartbeat_seconds=self.heartbeat_seconds,
                 clock=self._clock,
             )
-            async with contextlib.aclosing(stream.messages(requests)) as messages:
-                async for message in messages:
-                    yield message
+            self.counts.open_play_streams += 1
+            try:
+                async with contextlib.aclosing(stream.messages(requests)) as messages:
+                    async for message in messages:
+                        yield message
+            finally:
+                self.counts.open_play_streams -= 1
         except grpc.aio.AbortError:
             raise  # ended already (a backlog the sender could not report)
         except EndedWith as ended:
@@ -565,11 +610,11 @@ class GameService(game_pb2_grpc.GameServiceServicer):
         # as they may not watch or replay it.
         await self._check_spectator(identity, snapshot.game_id,
                                     viewer_seat(snapshot, identity, None))
-        if not snapshot.is_over and identity.role is not Role.ADMIN:
+        if not snapshot.is_over and not identity.reads_every_log:
             raise ServiceError(
                 grpc.StatusCode.FAILED_PRECONDITION, Reason.GAME_NOT_OVER,
-                f"game {quoted_input(snapshot.game_id)} is not over; only admins export it "
-                "now",
+                f"game {quoted_input(snapshot.game_id)} is not over; only admins and referees "
+                "export it now",
             )
         entries = await self._load(snapshot.game_id)
         reply = game_pb2.ExportLogResponse(game_type=snapshot.game.GAME_TYPE, entries=entries)
@@ -579,6 +624,17 @@ class GameService(game_pb2_grpc.GameServiceServicer):
                 self.signer.seal(snapshot.game_id, head.event.seq, head.hash)
             )
         return reply
+
+    @_rpc
+    async def GetServerStatus(
+        self, request: game_pb2.GetServerStatusRequest, context: grpc.aio.ServicerContext
+    ) -> game_pb2.GetServerStatusResponse:
+        if current_identity().role is not Role.ADMIN:
+            raise ServiceError(
+                grpc.StatusCode.PERMISSION_DENIED, Reason.ROLE_REQUIRED,
+                "a replica's status is for operators: it needs an admin token",
+            )
+        return self.counts.status()
 
     @_rpc
     async def GetSigningKey(
@@ -592,7 +648,7 @@ class GameService(game_pb2_grpc.GameServiceServicer):
     async def _check_spectator(self, identity: Identity, game_id: str, seat: int | None) -> None:
         """Refuse a player who holds no seat in a match that admits no spectators (the
         setting it was created with, :meth:`GameRepository.spectators_allowed`)."""
-        if identity.is_privileged or seat is not None:
+        if identity.is_privileged or identity.reads_every_log or seat is not None:
             return
         if not await self.repository.spectators_allowed(game_id):
             raise ServiceError(

@@ -5,8 +5,11 @@ one live subscription on the bus, one task following it, and a window of the gam
 entries with the responses already redacted for each projection (a seat, or the public one
 of spectators). A stream is then a cursor into that window: when an event arrives the feed
 wakes every stream once, each takes the entries after its cursor, and streams of the same
-projection send the same response object, redacted once. Nothing per event is done per
-stream but the send itself: no queue, task, redaction or store read of its own.
+projection send the same bytes, redacted and serialised once (:meth:`GameFeeds.encoded_after`:
+per event, projection and envelope, a Subscribe response or a Play message; the server's
+response serializer passes bytes through, :func:`services.platform.server.passing_encoded`).
+Nothing per event is done per stream but the send itself: no queue, task, redaction,
+serialisation or store read of its own.
 
 The merge: the feed subscribes to the bus first; a stream then replays the store's entries
 after its ``after_seq`` and follows the feed, skipping any seq already sent. A live entry
@@ -37,17 +40,20 @@ import collections
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Final, TypeVar
+
+from google.protobuf.message import Message
 
 from dast.v1 import game_pb2, log_pb2
 from engine.core.payload import put
 from engine.core.protocol import Game
-from services.game.turns import NextToAct, fill_turn, next_to_act
+from services.game.turns import NextToAct, fill_turn, named_view, next_to_act
 from services.platform.bus import Bus, LiveStream
 from services.platform.clock import wall_clock_ms
 from services.platform.limits import TokenBuckets, settle_stream
-from services.platform.store import EventStore
+from services.platform.store import EventStore, SeatName
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +67,17 @@ holds: a stream holds at most this many of its own, however long the log."""
 CATCH_UP_PER_SECOND: Final = 3_000
 """Responses a process sends per second, all together, to streams catching up (more than
 :data:`LIVE_LAG` entries behind: replaying a log they missed), in bursts of as many: a
-response costs the event loop some 40-100 µs (bench/limits.py), so a crowd opening streams
-from a long match's first event takes at most about a third of it, and every other call
-and live stream the rest. Live entries are never paced."""
+response costs the event loop some 50-100 µs (bench/limits.py, with the machine's load),
+so a crowd opening streams from a long match's first event takes at most a sixth to a
+third of it, and every other call and live stream the rest. Live entries are never paced."""
 LIVE_LAG: Final = 16
 """How far behind the newest entry a stream is still live (a reconnect after a few
 seconds away is not paced)."""
+OLDER_ENTRIES: Final = 4 * REPLAY_CHUNK
+"""Entries older than the window a feed keeps once a stream replaying them read them from the
+store, with their responses: a crowd replaying a match from its first event (paced together,
+:data:`CATCH_UP_PER_SECOND`) reads each chunk from the store, and redacts and serialises each
+entry, once per projection instead of once per stream."""
 REPLAYS_AT_ONCE: Final = 8
 """Store reads of streams replaying that a process runs at once: each copies the log's tail
 before keeping its chunk, so a crowd opening streams from the first event (a spectator
@@ -80,6 +91,19 @@ Seat = int | None
 SEAT_TO_ACT: Final = -1
 """The projection of a bot acting for several seats (``PlayOpen.seat_to_act_views``): the
 public events, each telling a turn with the view of the seat to act."""
+
+Envelope = Callable[[game_pb2.SubscribeResponse], Message]
+"""The message a response is sent in (a Play stream's ``PlayResponse``); a module-level
+function, as it keys the feed's cache of serialised responses."""
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A response as sent, serialised (shared between the streams that send it)."""
+
+    seq: int
+    """The seq of the event it carries."""
+    data: bytes
 
 
 def _poll_waits(schedule: tuple[float, ...]) -> Iterator[float]:
@@ -117,6 +141,11 @@ class _Feed:
             maxlen=feeds.window_entries
         )
         self._responses: dict[int, dict[Seat, game_pb2.SubscribeResponse]] = {}
+        self._encoded: dict[int, dict[tuple[Seat, Envelope | None], Encoded]] = {}
+        self._older: dict[int, log_pb2.LogEntry] = {}
+        """Entries before the window that streams replaying read from the store (at most
+        :data:`OLDER_ENTRIES`, the first read first dropped); their responses in
+        ``_encoded`` too."""
         self._states: dict[int, Any] = {}
         """The game's state after each seq the feed can tell the turn of (see module doc)."""
         self._next: dict[int, NextToAct] = {}
@@ -170,6 +199,22 @@ class _Feed:
             by_seat[seat] = response
         return response
 
+    def encoded(self, entry: log_pb2.LogEntry, seat: Seat, envelope: Envelope | None) -> Encoded:
+        """:meth:`response`, in ``envelope`` if any, serialised once per projection and
+        envelope while in the window."""
+        key = (seat, envelope)
+        by_key = self._encoded.get(entry.event.seq)
+        if by_key is None and entry.event.seq in self._older:
+            by_key = self._encoded.setdefault(entry.event.seq, {})
+        if by_key is not None and (found := by_key.get(key)) is not None:
+            return found
+        response = self.response(entry, seat)
+        message = response if envelope is None else envelope(response)
+        made = Encoded(entry.event.seq, message.SerializeToString())
+        if by_key is not None:
+            by_key[key] = made
+        return made
+
     def _made(self, entry: log_pb2.LogEntry, seat: Seat) -> game_pb2.SubscribeResponse:
         viewer = None if seat == SEAT_TO_ACT else seat
         response = game_pb2.SubscribeResponse(
@@ -181,10 +226,37 @@ class _Feed:
             seats = self._next.get(entry.event.seq)
             if seats is None:
                 seats = self._next[entry.event.seq] = next_to_act(self.game, state)
-            fill_turn(response, self.game, state, viewer, seats, always_view=False)
+            names = self._feeds.names(self.game_id)
+            fill_turn(response, self.game, state, viewer, seats, always_view=False,
+                      names=names)
             if seat == SEAT_TO_ACT and seats:
-                put(response, self.game.SCHEMA, self.game.view(state, seats[0]))
+                put(response, self.game.SCHEMA, named_view(self.game, state, seats[0], names))
         return response
+
+    def older_after(self, cursor: int) -> list[log_pb2.LogEntry] | None:
+        """The kept entries before the window after ``cursor`` as the store would give
+        them: a whole chunk, or every entry up to the window; None if not kept."""
+        window_start = self._window[0].event.seq if self._window else self.last + 1
+        entries: list[log_pb2.LogEntry] = []
+        seq = cursor + 1
+        while len(entries) < REPLAY_CHUNK and seq < window_start:
+            entry = self._older.get(seq)
+            if entry is None:
+                return None
+            entries.append(entry)
+            seq += 1
+        return entries or None
+
+    def keep_older(self, entries: list[log_pb2.LogEntry]) -> None:
+        """Keep those of ``entries`` (read from the store) that are before the window."""
+        window_start = self._window[0].event.seq if self._window else self.last + 1
+        for entry in entries:
+            if entry.event.seq < window_start:
+                self._older[entry.event.seq] = entry
+        while len(self._older) > OLDER_ENTRIES:
+            dropped = next(iter(self._older))
+            del self._older[dropped]
+            self._encoded.pop(dropped, None)
 
     def know(self, seq: int, state: Any) -> None:
         """Start (or keep) folding the game's state from ``state``, the state after ``seq``
@@ -248,6 +320,7 @@ class _Feed:
             if len(self._window) == self._window.maxlen:
                 oldest = self._window[0].event.seq
                 self._responses.pop(oldest, None)
+                self._encoded.pop(oldest, None)
                 for old in (oldest - 1, oldest):
                     self._states.pop(old, None)
                     self._next.pop(old, None)
@@ -259,6 +332,7 @@ class _Feed:
             self._state_after(entry)  # once per event, whether or not a stream reads it
             self._window.append(entry)
             self._responses[seq] = {}
+            self._encoded[seq] = {}
             self.last = seq
             added = True
             if final:
@@ -349,8 +423,12 @@ class GameFeeds:
         poll_seconds: tuple[float, ...] = POLL_SECONDS,
         window_entries: int = WINDOW_ENTRIES,
         clock: Callable[[], int] = wall_clock_ms,
+        names: Callable[[str], Mapping[str, SeatName]] = lambda _game_id: {},
     ) -> None:
         self.store = store
+        self.names = names
+        """The seats' names of a game, for the views the responses carry (what the
+        replica holds: :meth:`services.game.names.SeatNames.known`)."""
         self.bus = bus
         self.on_live = on_live
         self.clock = clock
@@ -385,6 +463,20 @@ class GameFeeds:
             head=head,
         )
 
+    def encoded_after(
+        self, game: Game, game_id: str, after_seq: int, seat: Seat, *,
+        envelope: Envelope | None = None,
+        head_seq: int | None = None, head_state: Any | None = None,
+    ) -> AsyncGenerator[Encoded, None]:
+        """:meth:`responses_after`, each response (in ``envelope`` if any) serialised, once
+        for every stream of the same projection and envelope (a spectator flood costs each
+        event one serialisation, not one a stream)."""
+        head = None if head_seq is None or head_state is None else (head_seq, head_state)
+        return self._entries(
+            game, game_id, after_seq, head_seq,
+            lambda entry, feed: feed.encoded(entry, seat, envelope), head=head,
+        )
+
     def entries_after(
         self, game: Game, game_id: str, after_seq: int, *, head_seq: int | None = None
     ) -> AsyncGenerator[log_pb2.LogEntry, None]:
@@ -413,7 +505,7 @@ class GameFeeds:
             # The window already holds what follows (a stream joining a live game): nothing
             # to read. Otherwise the store's first chunk, then the window or more chunks.
             if feed.after(cursor) is None or head_seq is None or feed.last < head_seq:
-                stored = await self._stored_after(game_id, cursor)
+                stored = await self._stored_after(feed, cursor)
                 if len(stored) < REPLAY_CHUNK:  # up to the store's head
                     feed.absorb(stored)  # entries newer than the feed's: their turns get told
                 newest = max(feed.last, head_seq or 0, stored[-1].event.seq if stored else 0)
@@ -428,7 +520,7 @@ class GameFeeds:
                 fresh = feed.after(cursor)
                 from_store = fresh is None
                 if fresh is None:  # behind the window: catch up from the store
-                    fresh = await self._stored_after(game_id, cursor)
+                    fresh = await self._stored_after(feed, cursor)
                 if not fresh:
                     if feed.ended:
                         return
@@ -458,11 +550,20 @@ class GameFeeds:
         while (wait := self._catch_up.take(None)) > 0:
             await asyncio.sleep(wait)
 
-    async def _stored_after(self, game_id: str, cursor: int) -> list[log_pb2.LogEntry]:
-        """The store's next :data:`REPLAY_CHUNK` entries after ``cursor`` (at most
-        :data:`REPLAYS_AT_ONCE` such reads at once in the process)."""
+    async def _stored_after(self, feed: _Feed, cursor: int) -> list[log_pb2.LogEntry]:
+        """The store's next :data:`REPLAY_CHUNK` entries after ``cursor``, kept by the feed
+        if another stream read them already (at most :data:`REPLAYS_AT_ONCE` store reads at
+        once in the process)."""
+        kept = feed.older_after(cursor)
+        if kept is not None:
+            return kept
         async with self._replays:
-            return await asyncio.to_thread(self._chunk_after, game_id, cursor)
+            kept = feed.older_after(cursor)  # read by another stream while this one waited
+            if kept is not None:
+                return kept
+            stored = await asyncio.to_thread(self._chunk_after, feed.game_id, cursor)
+        feed.keep_older(stored)
+        return stored
 
     def _chunk_after(self, game_id: str, cursor: int) -> list[log_pb2.LogEntry]:
         # In the store's thread: the rest of the copy is dropped before the stream sees it.

@@ -7,11 +7,14 @@ its view, without knowing the game. A client then needs no GetView after each ev
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from dast.v1 import game_pb2
 from engine.core.payload import put
 from engine.core.protocol import Game
+from services.game.names import NO_NAMES, name_players
+from services.platform.store import SeatName
 
 NextToAct = tuple[int, ...]
 """The seats that must act next, in seat order (empty: nobody, the match is over)."""
@@ -33,10 +36,20 @@ def turn_for(seats: NextToAct, viewer: int | None) -> game_pb2.Turn:
 def fill_turn(
     reply: game_pb2.SubscribeResponse | game_pb2.SubmitCommandResponse,
     game: Game, state: Any, viewer: int | None, seats: NextToAct, *, always_view: bool,
+    names: Mapping[str, SeatName] = NO_NAMES,
 ) -> None:
-    """Set ``reply``'s ``turn`` for ``viewer``, and its ``view`` when ``always_view`` or the
-    viewer is to act (the view's legal commands are what it may do)."""
+    """Set ``reply``'s ``turn`` for ``viewer``, and its ``view`` (with the seats' ``names``)
+    when ``always_view`` or the viewer is to act (the view's legal commands are what it may
+    do)."""
     turn = turn_for(seats, viewer)
     reply.turn.CopyFrom(turn)
     if always_view or turn.your_turn:
-        put(reply, game.SCHEMA, game.view(state, viewer))
+        put(reply, game.SCHEMA, named_view(game, state, viewer, names))
+
+
+def named_view(game: Game, state: Any, viewer: int | None,
+               names: Mapping[str, SeatName]) -> Any:
+    """``game``'s view of ``state`` for ``viewer``, with the seats' ``names`` in it."""
+    view = game.view(state, viewer)
+    name_players(game, view, names)
+    return view

@@ -35,6 +35,7 @@ from services.lobby.service import GameStarter, GrpcGameStarter, LobbyService
 from services.lobby.store import LobbyStore, TableNotFound
 from services.lobby.tables import LobbyError
 from services.platform.auth import TokenSigner
+from services.platform.background import BackgroundTasks
 from services.platform.bans import Ban
 from services.platform.bus import Bus, Published, cancel_and_wait
 from services.platform.clock import Clock, wall_clock_ms
@@ -75,17 +76,14 @@ class Lobby:
     service: LobbyService
     tables: Tables
     _starter: _LateStarter = field(repr=False)
-    _removals: set[asyncio.Task[int]] = field(default_factory=set, repr=False)
+    _removals: BackgroundTasks = field(default_factory=BackgroundTasks, repr=False)
 
     def on_ban(self, player_id: str, ban: Ban | None) -> None:
         """A :data:`~services.platform.bans.BanListener`: take a banned player out of every
         table of theirs (:meth:`remove_player`), in the background."""
         if ban is None:
             return
-        task = asyncio.get_running_loop().create_task(self.remove_player(player_id),
-                                                      name=f"lobby-ban:{player_id}")
-        self._removals.add(task)
-        task.add_done_callback(self._removals.discard)
+        self._removals.spawn(self.remove_player(player_id), name=f"lobby-ban:{player_id}")
 
     async def remove_player(self, player_id: str) -> int:
         """Stand ``player_id`` up from every waiting or playing table they sit at, as when

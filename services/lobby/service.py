@@ -29,12 +29,15 @@ from services.platform.auth import Identity, Role, TokenSigner, current_identity
 from services.platform.bus import raise_if_cancelling
 from services.platform.channels import service_channel
 from services.platform.clock import wall_clock_ms
-from services.platform.errors import ServiceError, map_exception
+from services.platform.errors import Reason, ServiceError, map_exception
 from services.platform.limits import admit_spectator
 from services.platform.validation import check_id, clean_display_name, quoted_input
 
 _log = structlog.get_logger(component="lobby")
 DEVICE_ID_CHARS: Final = (8, 128)
+DEFAULT_LIST_SIZE: Final = 100
+MAX_LIST_SIZE: Final = 500
+"""The tables one ``ListTables`` page holds, unless asked, and at most."""
 """Length of a device id (lobby.proto): long enough that apps make them unguessable."""
 DEVICE_SIGN_IN_RETIRED: Final = (
     "the lobby's SignInGuest is retired on this server (a device id alone is no credential): "
@@ -216,14 +219,24 @@ class LobbyService(lobby_pb2_grpc.LobbyServiceServicer):
     async def ListTables(
         self, request: lobby_pb2.ListTablesRequest, context: grpc.aio.ServicerContext
     ) -> lobby_pb2.ListTablesResponse:
-        player = current_identity().player_id
+        identity = current_identity()
+        size = request.page_size or DEFAULT_LIST_SIZE
+        if size > MAX_LIST_SIZE:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, Reason.INVALID_REQUEST,
+                               f"page_size: at most {MAX_LIST_SIZE}")
+        after = check_id(request.page_token, "page_token", min_chars=0)
+        # One more than the page: whether a next page exists, without a second query.
         listed = await asyncio.to_thread(
             self.tables.store.listed, request.game_type,
-            include_playing=request.include_playing,
+            include_playing=request.include_playing, limit=size + 1, after=after,
+            include_private=identity.role is Role.ADMIN,
         )
-        return lobby_pb2.ListTablesResponse(
-            tables=[tables.for_viewer(table, player) for table in listed]
+        reply = lobby_pb2.ListTablesResponse(
+            tables=[tables.for_viewer(table, identity.player_id) for table in listed[:size]]
         )
+        if len(listed) > size:
+            reply.next_page_token = listed[size - 1].table_id
+        return reply
 
     async def GetTable(
         self, request: lobby_pb2.GetTableRequest, context: grpc.aio.ServicerContext

@@ -282,15 +282,18 @@ class LobbyStore(SqlTables):
             raise TableNotFound("empty game id")
         return self._one(TABLES.c.game_id == game_id)
 
-    def listed(self, game_type: int, *, include_playing: bool, limit: int = 100
-               ) -> list[lobby_pb2.Table]:
-        """Public tables waiting (and playing, if asked), oldest first."""
+    def listed(self, game_type: int, *, include_playing: bool, limit: int = 100,
+               after: str = "", include_private: bool = False) -> list[lobby_pb2.Table]:
+        """Public (and, if asked, private) tables waiting (and playing, if asked), by table
+        id, after the table id ``after``."""
         statuses = [lobby_pb2.TABLE_STATUS_WAITING]
         if include_playing:
             statuses.append(lobby_pb2.TABLE_STATUS_PLAYING)
-        query = select(TABLES.c.body).where(
-            TABLES.c.status.in_(statuses), TABLES.c.private.is_(False)
-        )
+        query = select(TABLES.c.body).where(TABLES.c.status.in_(statuses))
+        if not include_private:
+            query = query.where(TABLES.c.private.is_(False))
+        if after:
+            query = query.where(TABLES.c.table_id > after)
         if game_type:
             query = query.where(TABLES.c.game_type == game_type)
         with self._lock, self._engine.connect() as db:

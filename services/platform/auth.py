@@ -65,6 +65,11 @@ class Role(StrEnum):
     PLAYER = "player"
     SERVICE = "service"
     ADMIN = "admin"
+    REFEREE = "referee"
+    """Reads the whole log of any match, running or over, and may do nothing else a player
+    may not: what the tournament service's time-limit rule needs (the score of a match still
+    running), without the admin role, so its key cannot sign a token that bans, erases or
+    chooses a seed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +92,17 @@ class Identity:
     def is_privileged(self) -> bool:
         """Service and admin tokens may act for any seat and create matches."""
         return self.role in (Role.SERVICE, Role.ADMIN)
+
+    @property
+    def reads_every_log(self) -> bool:
+        """Admin and referee tokens read the whole log of a match still running."""
+        return self.role in (Role.ADMIN, Role.REFEREE)
+
+    @property
+    def is_backend(self) -> bool:
+        """A token one of the backend's processes calls with (service, admin, referee):
+        limited by the services' call rates, not by a player's or an address's budgets."""
+        return self.role is not Role.PLAYER
 
     @property
     def is_guest(self) -> bool:

@@ -120,7 +120,14 @@ class Settings(BaseSettings):
     metrics_host: str = "127.0.0.1"
     services: str = "all"
     """Comma-separated services this process runs: all, or some of game, lobby, bot,
-    tournament."""
+    tournament, stats, accounts; and ``console`` (``all,console`` is what ``make run``
+    serves), which "all" leaves out."""
+    console_listen: str = "127.0.0.1:8090"
+    """host:port of the operator console's HTTP server (``console`` in the services)."""
+    console_targets: str = ""
+    """Where the console reaches each service: ``game=host:port;lobby=host:port;…``
+    (services/console/backend.py); a service left out is reached at this process's own
+    gRPC address when it serves any, else at ``DAST_GAME_TARGET``."""
     max_message_bytes: int = Field(default=64 * 1024, ge=1024)
     """Largest request accepted; bigger ones get RESOURCE_EXHAUSTED."""
     log_level: str = "info"

@@ -102,8 +102,10 @@ class CallerLimits:
     spectator_share: float = 0.5
     """Of ``streams_per_process`` (and of an address's share), what spectators may hold;
     the rest stays for players' own streams."""
-    spectators_per_game: int = 250
-    """Spectator streams of one match (or onlookers of one table) on this process."""
+    spectators_per_game: int = 64
+    """Spectator streams of one match (or onlookers of one table) on this process: each of
+    the match's events wakes them all at once, and every other call waits behind them
+    (about 50 µs each: 3 ms at 64; docs/security.md)."""
     calls_in_flight: int = 256
     """Calls of players and guests being handled at once on this process (unary calls,
     and streams until their first response)."""
@@ -473,7 +475,7 @@ class CallerLimiter:
 
         :raises ServiceError: RESOURCE_EXHAUSTED (``rate_limited``) over the rate.
         """
-        buckets = self._service_calls if identity.is_privileged else self._player_calls
+        buckets = self._service_calls if identity.is_backend else self._player_calls
         wait = buckets.take((identity, method))
         if wait:
             raise _rate_limited(f"calls of {method.rpartition('/')[2]}", wait)
@@ -523,7 +525,7 @@ class CallerLimiter:
             limit, ``address_limited`` over the address's share (of streams, or of calls in
             flight), ``server_busy`` when the process holds its budget.
         """
-        if identity.is_privileged:
+        if identity.is_backend:
             return None
         _take_all((
             (lambda: self.streams.acquire(identity), lambda: self.streams.release(identity),

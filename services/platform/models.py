@@ -10,14 +10,29 @@ service's own copy of the setting it was created with; games stored before it: t
 ``events`` is the log itself, keyed by ``(game_id, seq)``: that primary key is the
 optimistic-concurrency check. ``commands`` remembers which seqs a sender's ``command_id``
 produced, keyed by ``(game_id, sender, command_id)``, so that a retried command appends
-nothing and nobody can take another sender's id. The Alembic migrations in
+nothing and nobody can take another sender's id. ``game_seat_names`` holds the display name
+of each seat of a game, keyed by ``(game_id, seat)``: names never enter the signed log (an
+account's erasure blanks them here, and a signed log cannot change), so the game service
+keeps them beside it and puts them into what it serves. The Alembic migrations in
 ``services/platform/migrations/versions`` create the same tables (SQLite files made before
 a migration are brought up to date by :mod:`services.platform.store_sql`); keep them in step.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Boolean, Column, Index, LargeBinary, String, text, true
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    false,
+    text,
+    true,
+)
 from sqlmodel import Field, SQLModel
 
 GAME_ID_LENGTH = 64
@@ -78,3 +93,18 @@ class CommandRow(SQLModel, table=True):
     command_id: str = Field(sa_column=Column(String(COMMAND_ID_LENGTH), primary_key=True))
     first_seq: int = Field(sa_column=Column(BigInteger, nullable=False))
     last_seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
+class SeatNameRow(SQLModel, table=True):
+    """The display name of one seat of a game, kept beside its log (never in it), with the
+    seat's player id so that an account's erasure finds its names (``deleted``: blanked so)."""
+
+    __tablename__ = "game_seat_names"
+    __table_args__ = (Index("ix_game_seat_names_player", "player_id"),)
+
+    game_id: str = Field(sa_column=Column(String(GAME_ID_LENGTH), primary_key=True))
+    seat: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    """The player's index in the game's ``players`` as created (its log's order)."""
+    player_id: str = Field(sa_column=Column(Text, nullable=False))
+    display_name: str = Field(sa_column=Column(Text, nullable=False))
+    deleted: bool = Field(sa_column=Column(Boolean, nullable=False, server_default=false()))

@@ -15,6 +15,7 @@ players' presence           key-value ``D_PRESENCE``       (``$KV.D_PRESENCE.<ke
 revoked sessions            key-value ``D_REVOKED``        (``$KV.D_REVOKED.<session>``)
 banned players              key-value ``D_BANNED``         (``$KV.D_BANNED.<player>``)
 the tables' talk            ``D_CHAT``                     ``d.chat.<table_id>.<sender>``
+talkers' send windows       key-value ``D_CHAT_RATE``      (``$KV.D_CHAT_RATE.<sender>``)
 ==========================  =============================  ===============================
 
 Durable consumers (``lobby``, ``stats``, ``bots``, ``timers``, ``tournaments``) live inside

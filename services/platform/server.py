@@ -17,7 +17,9 @@ Every call then passes the stages of :class:`DastInterceptor`, in this order:
 3. **the request guard** (:class:`RequestGuard`): bytes that do not parse, or a field no
    service may receive (:func:`~services.platform.validation.request_problem`),
    INVALID_ARGUMENT; and any exception escaping the handler becomes INTERNAL with a
-   correlation id (:func:`~services.platform.errors.abort_with`), never its text.
+   correlation id (:func:`~services.platform.errors.abort_with`), never its text. A
+   stream's handler may send a response it serialised itself (``bytes``, made once for
+   every stream that sees it alike: :func:`passing_encoded`).
 
 With a revocation list (:mod:`services.platform.revocations`), authentication refuses the
 tokens of ended sessions (UNAUTHENTICATED ``session_revoked``); with a ban list
@@ -131,6 +133,20 @@ class RequestGuard:
         return wrapped
 
 
+def passing_encoded(serialize: Callable[[Any], bytes] | None) -> Callable[[Any], bytes] | None:
+    """``serialize``, except that a response already serialised (``bytes``) goes out as it
+    is: a stream handler may send bytes it encoded once for many streams (every spectator
+    of a match gets the same bytes of an event). Clients see the method's message type."""
+    if serialize is None:
+        return None
+    encode = serialize
+
+    def serialized(response: Any) -> bytes:
+        return response if type(response) is bytes else encode(response)
+
+    return serialized
+
+
 def _guarded(handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
     parse = handler.request_deserializer
 
@@ -170,7 +186,10 @@ def _guarded(handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandl
             except Exception as exc:
                 await abort_with(context, exc, method=method)
 
-        return _streaming(handler._replace(request_deserializer=deserialize), stream)
+        return _streaming(handler._replace(
+            request_deserializer=deserialize,
+            response_serializer=passing_encoded(handler.response_serializer),
+        ), stream)
     return handler  # client streaming: the dast API has none
 
 
@@ -202,7 +221,7 @@ def _limited(
     and of streams."""
     if handler.unary_unary is not None:
         behavior = handler.unary_unary
-        if identity.is_privileged:
+        if identity.is_backend:
 
             async def privileged(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 try:
@@ -234,7 +253,7 @@ def _limited(
             ticket = None
             try:
                 limiter.admit_call(identity, method)
-                if not identity.is_privileged:
+                if not identity.is_backend:
                     ticket = limiter.open_stream(identity, _address(context, limiter))
             except ServiceError as refused:
                 await abort_with(context, refused)

@@ -76,6 +76,18 @@ class AppendResult:
     """True when the ``command_id`` had been seen: nothing was appended."""
 
 
+@dataclass(frozen=True, slots=True)
+class SeatName:
+    """The display name of one seat of a game, kept beside its log, never in it (an
+    account's erasure blanks it; ``deleted``: blanked so)."""
+
+    seat: int
+    """The player's index in the game's ``players`` as created."""
+    player_id: str
+    display_name: str
+    deleted: bool = False
+
+
 RELAY_LEASE_MS = 5_000
 """How long a relay's claim on a game's outbox lasts unless renewed (the relay renews its
 claims while it holds them): after a relay dies, its games wait at most this long before
@@ -101,13 +113,14 @@ class EventStore(Protocol):
 
     def create_game(
         self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False,
-        spectators_allowed: bool = True,
+        spectators_allowed: bool = True, seat_names: Sequence[SeatName] = (),
     ) -> None:
         """Create a game whose log starts with ``entries`` (seq 1 onwards, may be empty).
 
         ``relayed``: the caller publishes the entries itself (see the module docstring).
         ``spectators_allowed``: whether players without a seat may watch the match (kept
-        with the game, read back by :meth:`spectators_allowed`).
+        with the game, read back by :meth:`spectators_allowed`). ``seat_names``: its seats'
+        display names, written in the same transaction (read back by :meth:`seat_names`).
 
         :raises GameExists: if ``game_id`` is taken.
         :raises InvalidEntries: if the entries do not start a chain at seq 1.
@@ -173,6 +186,16 @@ class EventStore(Protocol):
         """
         ...
 
+    def seat_names(self, game_id: str) -> list[SeatName]:
+        """The display names of the game's seats, by seat (empty for a game stored without
+        them: its log holds its names)."""
+        ...
+
+    def erase_names(self, player_id: str) -> int:
+        """Blank every seat name of ``player_id`` (an erased account), marking them deleted;
+        how many seats changed (0 the second time)."""
+        ...
+
     def close(self) -> None:
         """Release connections; the store is unusable afterwards."""
         ...
@@ -185,7 +208,7 @@ class SubmitsWrites(Protocol):
 
     async def create_game_async(
         self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False,
-        spectators_allowed: bool = True,
+        spectators_allowed: bool = True, seat_names: Sequence[SeatName] = (),
     ) -> None:
         """:meth:`EventStore.create_game`, returning once committed (same errors)."""
         ...
@@ -360,6 +383,7 @@ class _MemoryGame:
     relayed_seq: int = 0
     lease_until_ms: int = 0
     spectators_allowed: bool = True
+    seat_names: list[SeatName] = field(default_factory=list)
     chain_key: bytes | None = None
     """The key of the game's chain hashes, once its first event is stored."""
 
@@ -387,7 +411,7 @@ class MemoryEventStore:
 
     def create_game(
         self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False,
-        spectators_allowed: bool = True,
+        spectators_allowed: bool = True, seat_names: Sequence[SeatName] = (),
     ) -> None:
         """See :meth:`EventStore.create_game`."""
         with self._lock:
@@ -396,6 +420,7 @@ class MemoryEventStore:
             check_continuation(game_id, 0, GENESIS_HASH, entries)
             game = _MemoryGame(
                 game_type, copy_entries(entries), spectators_allowed=spectators_allowed,
+                seat_names=sorted(seat_names, key=lambda name: name.seat),
                 chain_key=log_chain_key(entries[0].event) if entries else None,
             )
             if relayed:
@@ -461,6 +486,23 @@ class MemoryEventStore:
         """See :meth:`EventStore.spectators_allowed`."""
         with self._lock:
             return self._game(game_id).spectators_allowed
+
+    def seat_names(self, game_id: str) -> list[SeatName]:
+        """See :meth:`EventStore.seat_names`."""
+        with self._lock:
+            game = self._games.get(game_id)
+            return list(game.seat_names) if game is not None else []
+
+    def erase_names(self, player_id: str) -> int:
+        """See :meth:`EventStore.erase_names`."""
+        changed = 0
+        with self._lock:
+            for game in self._games.values():
+                for index, name in enumerate(game.seat_names):
+                    if name.player_id == player_id and not name.deleted:
+                        game.seat_names[index] = SeatName(name.seat, player_id, "", True)
+                        changed += 1
+        return changed
 
     def close(self) -> None:
         """Nothing to release."""

@@ -45,7 +45,7 @@ from sqlmodel import SQLModel
 from engine.core.chain import GENESIS_HASH
 from services.platform.clock import wall_clock_ms as now_ms
 from services.platform.metrics import game_metrics
-from services.platform.models import CommandRow, EventRow, GameRow
+from services.platform.models import CommandRow, EventRow, GameRow, SeatNameRow
 from services.platform.sql_engine import open_sql_engine
 from services.platform.store import (
     INTERRUPTED_LEASE_MS,
@@ -54,6 +54,7 @@ from services.platform.store import (
     ChainKeys,
     GameNotFound,
     LogEntry,
+    SeatName,
     Unrelayed,
     check_continuation,
     command_key,
@@ -66,6 +67,7 @@ from services.platform.store_writer import Cursor, GroupWriter
 GAMES = GameRow.__table__  # type: ignore[attr-defined]
 EVENTS = EventRow.__table__  # type: ignore[attr-defined]
 COMMANDS = CommandRow.__table__  # type: ignore[attr-defined]
+SEAT_NAMES = SeatNameRow.__table__  # type: ignore[attr-defined]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -83,7 +85,8 @@ def upgrade_sqlite(engine: Engine) -> None:
     Revision 0002 (command ids belong to their sender): SQLite cannot change a primary key in
     place, so ``commands`` is rebuilt, its old rows getting sender ``""`` as on PostgreSQL.
     Revision 0003 (the game keeps whether it admits spectators): ``games`` gains the column,
-    true for the games already stored, as on PostgreSQL.
+    true for the games already stored, as on PostgreSQL. Revision 0010 (``game_seat_names``)
+    is a new table, which ``create_all`` makes.
     """
     with engine.begin() as connection:
         if "sender" not in _sqlite_columns(connection, "commands"):
@@ -167,7 +170,7 @@ class SqlEventStore:
         backend = make_url(url).get_backend_name()
         if backend == "sqlite":
             engine = _sqlite_engine(url)
-            SQLModel.metadata.create_all(engine, tables=[GAMES, EVENTS, COMMANDS])
+            SQLModel.metadata.create_all(engine, tables=[GAMES, EVENTS, COMMANDS, SEAT_NAMES])
             upgrade_sqlite(engine)
             return cls(engine, on_batch=on_batch)
         if backend == "postgresql":
@@ -184,22 +187,23 @@ class SqlEventStore:
 
     def create_game(
         self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False,
-        spectators_allowed: bool = True,
+        spectators_allowed: bool = True, seat_names: Sequence[SeatName] = (),
     ) -> None:
         """See :meth:`EventStore.create_game`."""
         self.create_game_future(
-            game_id, game_type, entries, relayed=relayed, spectators_allowed=spectators_allowed
+            game_id, game_type, entries, relayed=relayed, spectators_allowed=spectators_allowed,
+            seat_names=seat_names,
         ).result()
 
     def create_game_future(
         self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False,
-        spectators_allowed: bool = True,
+        spectators_allowed: bool = True, seat_names: Sequence[SeatName] = (),
     ) -> Future[None]:
         """:meth:`create_game`, done when committed (its errors in the future)."""
         check_continuation(game_id, 0, GENESIS_HASH, entries)
         return self._writer.submit(create_write(
             self._sql, game_id, game_type, entries, relayed=relayed,
-            spectators_allowed=spectators_allowed,
+            spectators_allowed=spectators_allowed, seat_names=seat_names,
         ))
 
     def append(
@@ -239,13 +243,13 @@ class SqlEventStore:
 
     async def create_game_async(
         self, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool = False,
-        spectators_allowed: bool = True,
+        spectators_allowed: bool = True, seat_names: Sequence[SeatName] = (),
     ) -> None:
         """See :meth:`SubmitsWrites.create_game_async`."""
         check_continuation(game_id, 0, GENESIS_HASH, entries)
         await self._writer.submit_async(create_write(
             self._sql, game_id, game_type, entries, relayed=relayed,
-            spectators_allowed=spectators_allowed,
+            spectators_allowed=spectators_allowed, seat_names=seat_names,
         ))
 
     async def append_async(
@@ -328,6 +332,27 @@ class SqlEventStore:
         if allowed is None:
             raise GameNotFound(f"no game {quoted(game_id)}")
         return bool(allowed)
+
+    def seat_names(self, game_id: str) -> list[SeatName]:
+        """See :meth:`EventStore.seat_names`."""
+        with self._transaction() as connection:
+            rows = connection.execute(
+                select(SEAT_NAMES.c.seat, SEAT_NAMES.c.player_id, SEAT_NAMES.c.display_name,
+                       SEAT_NAMES.c.deleted)
+                .where(SEAT_NAMES.c.game_id == game_id).order_by(SEAT_NAMES.c.seat)
+            ).all()
+        return [SeatName(row.seat, row.player_id, row.display_name, bool(row.deleted))
+                for row in rows]
+
+    def erase_names(self, player_id: str) -> int:
+        """See :meth:`EventStore.erase_names`."""
+        with self._transaction() as connection:
+            changed = connection.execute(
+                update(SEAT_NAMES)
+                .where(SEAT_NAMES.c.player_id == player_id, SEAT_NAMES.c.deleted.is_(False))
+                .values(display_name="", deleted=True)
+            ).rowcount
+        return int(changed)
 
     def close(self) -> None:
         """Finish queued writes, then dispose of the connection pool."""

@@ -24,6 +24,7 @@ from services.platform.store import (
     GameNotFound,
     InvalidEntries,
     LogEntry,
+    SeatName,
     StoreError,
     check_continuation,
     quoted,
@@ -41,6 +42,10 @@ _INSERT_COMMAND = (
 _INSERT_GAME = (
     "INSERT INTO games (game_id, game_type, last_seq, last_hash, relayed_seq, "
     "relay_lease_until_ms, spectators_allowed) VALUES (?, ?, ?, ?, ?, 0, ?)"
+)
+_INSERT_SEAT_NAME = (
+    "INSERT INTO game_seat_names (game_id, seat, player_id, display_name, deleted) "
+    "VALUES (?, ?, ?, ?, ?)"
 )
 _GAME_EXISTS = "SELECT 1 FROM games WHERE game_id = ?"
 # The head of the log and, in the same read, what this sender's command_id appended before.
@@ -184,6 +189,7 @@ class Statements:
     insert_event: str
     insert_command: str
     insert_game: str
+    insert_seat_name: str
     game_exists: str
     head_and_command: str
     command: str
@@ -210,6 +216,7 @@ class Statements:
             insert_event=style(_INSERT_EVENT),
             insert_command=style(_INSERT_COMMAND),
             insert_game=style(_INSERT_GAME),
+            insert_seat_name=style(_INSERT_SEAT_NAME),
             game_exists=style(_GAME_EXISTS),
             head_and_command=style(_HEAD_AND_COMMAND + lock_head),
             command=style(_COMMAND),
@@ -326,11 +333,14 @@ def _insert_events(cursor: Cursor, sql: Statements, rows: list[tuple[object, ...
 
 def create_write(
     sql: Statements, game_id: str, game_type: int, entries: Sequence[LogEntry], *, relayed: bool,
-    spectators_allowed: bool = True,
+    spectators_allowed: bool = True, seat_names: Sequence[SeatName] = (),
 ) -> Write[None]:
-    """The write creating a game (entries already checked to start a chain at seq 1)."""
+    """The write creating a game (entries already checked to start a chain at seq 1), with
+    its seats' display names."""
     head = entries[-1].hash if entries else GENESIS_HASH
     rows = _event_rows(game_id, game_type, entries, None)
+    names = [(game_id, name.seat, name.player_id, name.display_name, name.deleted)
+             for name in seat_names]
 
     def run(cursor: Cursor) -> None:
         cursor.execute(sql.game_exists, (game_id,))
@@ -342,6 +352,8 @@ def create_write(
              spectators_allowed),
         )
         _insert_events(cursor, sql, rows)
+        if names:
+            cursor.executemany(sql.insert_seat_name, names)
 
     def recover(_cursor: Cursor, violation: Exception) -> None:
         raise GameExists(f"game {quoted(game_id)} exists") from violation

@@ -52,13 +52,13 @@ ISSUER_ROLES: Final[Mapping[str, frozenset[Role]]] = {
     "lobby": frozenset({Role.PLAYER, Role.SERVICE}),
     "bot": frozenset({Role.SERVICE}),
     "stats": frozenset({Role.SERVICE}),
-    "tournament": frozenset({Role.SERVICE, Role.ADMIN}),
-    "operator": frozenset({Role.PLAYER, Role.SERVICE, Role.ADMIN}),
+    "tournament": frozenset({Role.SERVICE, Role.REFEREE}),
+    "operator": frozenset({Role.PLAYER, Role.SERVICE, Role.ADMIN, Role.REFEREE}),
 }
 """What each issuer signs: the accounts service its players' access tokens; the lobby its
 guests' tokens and the service token it calls the game service with; the bots, the stats
-and the tournament services service tokens (the tournament service an admin token too: it
-reads the log of a match still running for its time-limit rule, which only admins may);
+and the tournament services service tokens (the tournament service a referee token too: it
+reads the log of a match still running for its time-limit rule, and nothing more);
 the operator (``dast token``, the embedded banner's admin token) any role. The roles a
 ring trusts a key for must include its issuer's."""
 SERVICE_ISSUERS: Final[Mapping[str, str]] = {

@@ -32,6 +32,7 @@ import structlog
 
 from dast.v1 import stats_pb2, stats_pb2_grpc
 from services.platform.auth import TokenSigner
+from services.platform.background import BackgroundTasks
 from services.platform.bans import Ban
 from services.platform.bus import Bus
 from services.platform.clock import Clock, wall_clock_ms
@@ -62,7 +63,7 @@ class Stats:
     """Events this process applied for the first time (benchmarks and tests wait on it)."""
     _writing: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
     """One batch at a time: the feed's and the repairs' (the projection has one writer)."""
-    _forgetting: set[asyncio.Task[None]] = field(init=False, default_factory=set)
+    _forgetting: BackgroundTasks = field(init=False, default_factory=BackgroundTasks)
 
     def __post_init__(self) -> None:
         self.projector = Projector(self.store)
@@ -72,11 +73,8 @@ class Stats:
         shown as a deleted player's from now on (recorded in the store, for good)."""
         if ban is None or not ban.erased:
             return
-        task = asyncio.get_running_loop().create_task(
-            asyncio.to_thread(self.store.forget, player_id, wall_clock_ms()),
-            name=f"stats-forget:{player_id}")
-        self._forgetting.add(task)
-        task.add_done_callback(self._forgetting.discard)
+        self._forgetting.spawn(asyncio.to_thread(self.store.forget, player_id, wall_clock_ms()),
+                               name=f"stats-forget:{player_id}")
 
     def follow(self, bus: Bus, *, durable: str = "stats", game_target: str | None = None,
                signer: TokenSigner | None = None, logs: LogSource | None = None,

@@ -27,6 +27,7 @@ import structlog
 from dast.v1 import tournament_pb2, tournament_pb2_grpc
 from engine import tournament as engine
 from services.platform.auth import TokenSigner
+from services.platform.background import BackgroundTasks
 from services.platform.bans import Ban
 from services.platform.bus import Bus, InProcessBus, cancel_and_wait, open_bus
 from services.platform.clock import Clock, wall_clock_ms
@@ -74,7 +75,7 @@ class TournamentApp:
     conductor: Conductor | None = field(init=False, default=None)
     _games: GrpcTournamentGames | None = field(init=False, default=None)
     _tasks: list[asyncio.Task[None]] = field(init=False, default_factory=list)
-    _withdrawals: set[asyncio.Task[int]] = field(init=False, default_factory=set)
+    _withdrawals: BackgroundTasks = field(init=False, default_factory=BackgroundTasks)
 
     @classmethod
     def build(cls, store: TournamentStore, bus: Bus, *, signer: TokenSigner,
@@ -113,13 +114,28 @@ class TournamentApp:
 
     def on_ban(self, player_id: str, ban: Ban | None) -> None:
         """A :data:`~services.platform.bans.BanListener`: withdraw a banned player from every
-        tournament of theirs (:meth:`withdraw_player`), in the background."""
+        tournament of theirs (:meth:`withdraw_player`), and blank a deleted account's names
+        (:meth:`erase_names`), in the background."""
         if ban is None:
             return
-        task = asyncio.get_running_loop().create_task(self.withdraw_player(player_id),
-                                                      name=f"tournament-ban:{player_id}")
-        self._withdrawals.add(task)
-        task.add_done_callback(self._withdrawals.discard)
+        self._withdrawals.spawn(self.withdraw_player(player_id),
+                                name=f"tournament-ban:{player_id}")
+        if ban.erased:
+            self._withdrawals.spawn(self.erase_names(player_id),
+                                    name=f"tournament-erase:{player_id}")
+
+    async def erase_names(self, player_id: str) -> int:
+        """Blank the names ``player_id`` registered under in every tournament (a deleted
+        account): shown as a deleted player's from now on; how many. The logs never held
+        them (services.tournament.names). Every replica does it; a second time changes
+        nothing."""
+        try:
+            erased = await asyncio.to_thread(self.tournaments.store.erase_names, player_id)
+        except Exception:
+            _log.exception("tournament_names_not_erased", player_id=player_id)
+            return 0
+        _log.info("tournament_names_erased", player_id=player_id, names=erased)
+        return erased
 
     async def withdraw_player(self, player_id: str) -> int:
         """Withdraw the entries of ``player_id`` (alone or in a pair) from every tournament

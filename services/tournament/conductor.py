@@ -54,6 +54,7 @@ from services.platform.clock import Clock, wall_clock_ms
 from services.tournament import options
 from services.tournament.attendance import Attendance
 from services.tournament.games import TRANSIENT, TournamentGames
+from services.tournament.names import entrant_name
 from services.tournament.results import UnreadableResult, match_report
 from services.tournament.store import MatchPlace, TournamentNotFound
 from services.tournament.tournaments import Loaded, Tournaments
@@ -157,7 +158,8 @@ class Conductor:
         state = loaded.state
         if state.phase is not engine.Phase.RUNNING:
             return 0
-        names = {member: entrant.name or member
+        kept = await self.tournaments.names_of(loaded.tournament_id)
+        names = {member: entrant_name(entrant, kept).display_name
                  for entrant in state.entrants.values() for member in entrant.members}
         bots = frozenset(player for player in names if player.startswith("bot:"))
         opened = self._opened_in(loaded.tournament_id, state.round)

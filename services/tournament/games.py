@@ -60,9 +60,9 @@ class GrpcTournamentGames:
     """:class:`TournamentGames` over gRPC.
 
     Matches are created and finished logs read with a service token; the log of a match
-    still running is read with an admin token, which the game service requires for it
-    (the time-limit rule needs the score so far; the tournament service is part of the
-    backend: its key may sign admin tokens, docs/security.md "Token keys").
+    still running is read with a referee token, which the game service requires for it
+    (the time-limit rule needs the score so far). The tournament service's key signs
+    referee tokens, never admin ones (docs/security.md "Token keys").
     """
 
     def __init__(self, target: str, signer: TokenSigner, *, player_id: str = "tournaments",
@@ -70,8 +70,8 @@ class GrpcTournamentGames:
         self._target = target
         self._service = (
             ("authorization", f"Bearer {mint_token(signer, player_id, Role.SERVICE)}"),)
-        self._admin = (
-            ("authorization", f"Bearer {mint_token(signer, player_id, Role.ADMIN)}"),)
+        self._referee = (
+            ("authorization", f"Bearer {mint_token(signer, player_id, Role.REFEREE)}"),)
         self._timeout = timeout_seconds
         self._channel: grpc.aio.Channel | None = None
 
@@ -95,7 +95,7 @@ class GrpcTournamentGames:
 
     async def current_log(self, game_id: str) -> list[log_pb2.Event] | None:
         """See :class:`TournamentGames`."""
-        return await self._export(game_id, self._admin, finished_only=False)
+        return await self._export(game_id, self._referee, finished_only=False)
 
     async def stand_in(self, game_id: str, seat: int, bot_level: str) -> None:
         """See :class:`TournamentGames`."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Final
 
 import grpc
@@ -32,10 +32,11 @@ from services.platform.bus import Bus, raise_if_cancelling
 from services.platform.errors import Reason, ServiceError
 from services.platform.validation import check_id, clean_display_name
 from services.tournament import options
+from services.tournament.names import Shown, entrant_name
 from services.tournament.paging import PageTokens
 from services.tournament.policy import CreationPolicy
 from services.tournament.reasons import TournamentServiceReason
-from services.tournament.store import ListingQuery
+from services.tournament.store import KeptName, ListingQuery
 from services.tournament.tournaments import Loaded, Tournaments
 
 DEFAULT_LIST_LIMIT: Final = 50
@@ -43,6 +44,16 @@ MAX_LIST_LIMIT: Final = 200
 WATCH_POLL_SECONDS: Final = 1.0
 """How often a standings stream re-reads the head besides the bus's wake-ups."""
 BOT_PREFIX: Final = "bot:"
+
+
+def _named(command: engine.Command, name: str) -> list[tuple[str, str]]:
+    """The name ``command`` registers, kept beside the log: a player's (or a bot entrant's)
+    own, by its id."""
+    if isinstance(command, engine.Register):
+        return [(command.entrant_id, name)]
+    if isinstance(command, engine.AskPartner) and command.partner_id:
+        return [(command.player_id, name)]
+    return []
 
 
 def _denied(message: str) -> ServiceError:
@@ -63,17 +74,20 @@ def is_bot_player(player_id: str) -> bool:
     return player_id.startswith(BOT_PREFIX)
 
 
-def entrant_message(entrant: engine.Entrant) -> tournament_pb2.Entrant:
-    """An entrant as the wire carries it."""
+def entrant_message(entrant: engine.Entrant, names: Mapping[str, KeptName]
+                    ) -> tournament_pb2.Entrant:
+    """An entrant as the wire carries it, named by the ``names`` kept beside the log."""
+    shown = entrant_name(entrant, names)
     return tournament_pb2.Entrant(
-        player_id=entrant.entrant_id, display_name=entrant.name or entrant.entrant_id,
+        player_id=entrant.entrant_id, display_name=shown.display_name, deleted=shown.deleted,
         is_bot=all(is_bot_player(member) for member in entrant.members),
         rating=entrant.rating)
 
 
-def standings_of(state: engine.TournamentState) -> list[tournament_pb2.Standing]:
-    """The standings as the wire carries them (before the first round ends: the field in
-    registration order, at zero)."""
+def standings_of(state: engine.TournamentState, names: Mapping[str, KeptName]
+                 ) -> list[tournament_pb2.Standing]:
+    """The standings as the wire carries them, named by the ``names`` kept beside the log
+    (before the first round ends: the field in registration order, at zero)."""
     tie_breaks = state.options.tie_breaks
     lines = []
     standings = state.standings or tuple(
@@ -86,9 +100,11 @@ def standings_of(state: engine.TournamentState) -> list[tournament_pb2.Standing]
         members = entrant.members if entrant is not None else ()
         values = {engine.TieBreak.TRICKS: line.tricks, engine.TieBreak.POINTS: line.points,
                   engine.TieBreak.WINS: line.wins, engine.TieBreak.OPPONENTS: line.opponents}
+        shown = (entrant_name(entrant, names) if entrant is not None
+                 else Shown(line.entrant_id))
         lines.append(tournament_pb2.Standing(
             rank=line.rank, player_id=line.entrant_id,
-            display_name=(entrant.name if entrant is not None else "") or line.entrant_id,
+            display_name=shown.display_name, deleted=shown.deleted,
             is_bot=bool(members) and all(is_bot_player(member) for member in members),
             match_points=line.match_points, game_points=line.points, tricks=line.tricks,
             played=line.played, won=line.wins, byes=line.byes,
@@ -161,7 +177,9 @@ class TournamentService(tournament_pb2_grpc.TournamentServiceServicer):
             raise _denied("only services and admins give ratings")
         size = loaded.state.options.variant.side_size if (
             loaded.state.options.entry is engine.Entry.PAIRS) else 1
-        name = clean_display_name(request.display_name) or caller.display_name
+        # A bot is named only as the request names it (never after the host who adds it).
+        name = clean_display_name(request.display_name) or (
+            "" if request.bot_level else caller.display_name)
         rating = request.rating or DEFAULT_RATING
         if request.bot_level:
             if not _is_host(loaded, caller):
@@ -194,14 +212,17 @@ class TournamentService(tournament_pb2_grpc.TournamentServiceServicer):
         registered: list[engine.Entrant] = []
 
         def choose(state: engine.TournamentState) -> engine.Command:
+            # No name in the log: it is kept beside it (services.tournament.names).
             entrant, chosen = members_of(state)
-            registered[:] = [engine.Entrant(entrant, chosen, rating, name or entrant)]
-            return engine.Register(entrant, chosen, rating=rating, name=name or entrant,
+            registered[:] = [engine.Entrant(entrant, chosen, rating)]
+            return engine.Register(entrant, chosen, rating=rating,
                                    at_ms=self.tournaments.clock())
 
-        after, _ = await self.tournaments.step(loaded.tournament_id, choose)
+        after, _ = await self.tournaments.step(
+            loaded.tournament_id, choose, names=lambda command: _named(command, name))
         return tournament_pb2.RegisterPlayerResponse(
-            tournament=after.summary, entrant=entrant_message(registered[-1]))
+            tournament=after.summary, entrant=entrant_message(
+                registered[-1], await self.tournaments.names_of(after.tournament_id)))
 
     async def _ask_partner(
         self, loaded: Loaded, caller: Identity, request: tournament_pb2.RegisterPlayerRequest,
@@ -221,14 +242,16 @@ class TournamentService(tournament_pb2_grpc.TournamentServiceServicer):
                                "partner_id names no partner", metadata={"field": "partner_id"})
         after, _ = await self.tournaments.step(
             loaded.tournament_id, lambda state: engine.AskPartner(
-                player, partner, rating=rating, name=name, at_ms=self.tournaments.clock()))
+                player, partner, rating=rating, at_ms=self.tournaments.clock()),
+            names=lambda command: _named(command, name))
         pair = next((entrant for entrant in after.state.entrants.values()
                      if player in entrant.members), None)
         if pair is None:
             return tournament_pb2.RegisterPlayerResponse(
                 tournament=after.summary, waiting_for_partner=True)
         return tournament_pb2.RegisterPlayerResponse(
-            tournament=after.summary, entrant=entrant_message(pair))
+            tournament=after.summary, entrant=entrant_message(
+                pair, await self.tournaments.names_of(after.tournament_id)))
 
     async def UnregisterPlayer(
         self, request: tournament_pb2.UnregisterPlayerRequest,
@@ -267,7 +290,8 @@ class TournamentService(tournament_pb2_grpc.TournamentServiceServicer):
     ) -> tournament_pb2.GetStandingsResponse:
         loaded = await self._load(request.tournament_id)
         return tournament_pb2.GetStandingsResponse(
-            tournament=loaded.summary, standings=standings_of(loaded.state))
+            tournament=loaded.summary, standings=standings_of(
+                loaded.state, await self.tournaments.names_of(loaded.tournament_id)))
 
     async def WatchStandings(
         self, request: tournament_pb2.WatchStandingsRequest, context: grpc.aio.ServicerContext
@@ -284,8 +308,9 @@ class TournamentService(tournament_pb2_grpc.TournamentServiceServicer):
                 loaded = await self.tournaments.load(loaded.tournament_id)
                 if loaded.state.seq != sent_seq:
                     sent_seq = loaded.state.seq
+                    names = await self.tournaments.names_of(loaded.tournament_id)
                     yield tournament_pb2.WatchStandingsResponse(
-                        tournament=loaded.summary, standings=standings_of(loaded.state))
+                        tournament=loaded.summary, standings=standings_of(loaded.state, names))
                 if loaded.state.is_over:
                     return
                 await self._next_change(live)

@@ -14,7 +14,10 @@ row (status, round, the round's deadline, a summary for listings, how far the lo
 the bus), the listing row (host, game, status, whether it is featured and open) and the
 index of the tournament's matches by game id, so that a game's final event on the bus finds
 its tournament in one query. All of it follows from the log (and, for the host and whether
-an operator created it, from the creation).
+an operator created it, from the creation), except the names: the name each player (or bot
+entrant) registered under is kept in ``tournament_names``, written with the step that
+registered it, never in the log (a signed log cannot change, and an erased account's name
+must go: :meth:`TournamentStore.erase_names` blanks it).
 
 Listings page by key (:class:`Position`: featured and open first, then newest first, then by
 id), so a tournament created while someone pages sorts before the pages already read and
@@ -51,7 +54,9 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
+    Text,
     and_,
+    delete,
     exists,
     false,
     func,
@@ -141,7 +146,21 @@ class MatchRow(TournamentModel, table=True):
     table: int = Field(sa_column=Column(Integer, nullable=False))
 
 
+class NameRow(TournamentModel, table=True):
+    """The display name a player (or a bot entrant) registered under in a tournament, kept
+    beside its log (``deleted``: blanked by the player's erasure)."""
+
+    __tablename__ = "tournament_names"
+    __table_args__ = (Index("ix_tournament_names_player", "player_id"),)
+
+    tournament_id: str = Field(sa_column=Column(String(ID_LENGTH), primary_key=True))
+    player_id: str = Field(sa_column=Column(Text, primary_key=True))
+    display_name: str = Field(sa_column=Column(Text, nullable=False))
+    deleted: bool = Field(sa_column=Column(Boolean, nullable=False, default=False))
+
+
 HEADS = HeadRow.__table__  # type: ignore[attr-defined]
+NAMES = NameRow.__table__  # type: ignore[attr-defined]
 EVENTS = EventRow.__table__  # type: ignore[attr-defined]
 MATCHES = MatchRow.__table__  # type: ignore[attr-defined]
 LISTINGS = ListingRow.__table__  # type: ignore[attr-defined]
@@ -242,6 +261,17 @@ class Step:
     summary: tournament_pb2.TournamentSummary
     round_deadline_ms: int = 0
     matches: Sequence[MatchPlace] = ()
+    names: Sequence[tuple[str, str]] = ()
+    """``(player_id, display_name)`` of who registered (or asked for a partner) in the
+    step: kept beside the log, replacing the player's earlier name."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeptName:
+    """A name kept beside a tournament's log."""
+
+    display_name: str
+    deleted: bool = False
 
 
 def _summary(body: bytes) -> tournament_pb2.TournamentSummary:
@@ -393,12 +423,34 @@ class TournamentStore(SqlTables):
              "hash": stored.hash, "at_ms": stored.at_ms}
             for stored in step.events
         ])
+        for player_id, display_name in step.names:
+            db.execute(delete(NAMES).where(NAMES.c.tournament_id == tournament_id,
+                                           NAMES.c.player_id == player_id))
+            db.execute(insert(NAMES).values(tournament_id=tournament_id, player_id=player_id,
+                                            display_name=display_name, deleted=False))
         if step.matches:
             db.execute(insert(MATCHES), [
                 {"game_id": match.game_id, "tournament_id": tournament_id,
                  "round": match.round, "table": match.table}
                 for match in step.matches
             ])
+
+    def names_of(self, tournament_id: str) -> dict[str, KeptName]:
+        """The names kept for the tournament, by player id (empty for a tournament stored
+        before names left the logs: its log holds them)."""
+        with self._reading() as db:
+            rows = db.execute(select(NAMES.c.player_id, NAMES.c.display_name, NAMES.c.deleted)
+                              .where(NAMES.c.tournament_id == tournament_id)).all()
+        return {row.player_id: KeptName(row.display_name, bool(row.deleted)) for row in rows}
+
+    def erase_names(self, player_id: str) -> int:
+        """Blank ``player_id``'s names in every tournament (an erased account), marking them
+        deleted; how many changed (0 the second time)."""
+        with self._transaction() as db:
+            changed = db.execute(update(NAMES).where(NAMES.c.player_id == player_id,
+                                                     NAMES.c.deleted.is_(False))
+                                 .values(display_name="", deleted=True)).rowcount
+        return int(changed)
 
     def load(self, tournament_id: str, after_seq: int = 0) -> list[StoredEvent]:
         """The tournament's events with seq > ``after_seq``, in order.

@@ -32,6 +32,7 @@ from services.tournament.policy import too_many_open
 from services.tournament.reasons import TournamentServiceReason
 from services.tournament.store import (
     ConcurrencyConflict,
+    KeptName,
     MatchPlace,
     OpenLimitReached,
     Step,
@@ -77,6 +78,8 @@ class Loaded:
 
 ChooseCommand = Callable[[engine.TournamentState], "engine.Command | None"]
 """Picks the command of a step from the current state (None: nothing to do any more)."""
+NamesOf = Callable[["engine.Command"], Sequence[tuple[str, str]]]
+"""The ``(player_id, display_name)`` a step's command registers, kept beside the log."""
 
 
 def summary_of(state: engine.TournamentState, before: tournament_pb2.TournamentSummary
@@ -140,6 +143,10 @@ class Tournaments:
         self._remember(loaded)
         return loaded
 
+    async def names_of(self, tournament_id: str) -> dict[str, KeptName]:
+        """The names kept beside the tournament's log, by player id."""
+        return await asyncio.to_thread(self.store.names_of, tournament_id)
+
     async def create(
         self, settings: tournament_pb2.TournamentSettings, host_id: str, *,
         by_operator: bool = False, featured: bool = False, open_limit: int | None = None,
@@ -183,12 +190,14 @@ class Tournaments:
         _log.info("tournament_created", tournament_id=tournament_id, host=host_id)
         return loaded
 
-    async def step(self, tournament_id: str, choose: ChooseCommand
+    async def step(self, tournament_id: str, choose: ChooseCommand, *,
+                   names: NamesOf | None = None
                    ) -> tuple[Loaded, list[engine.Event]]:
         """Take one step of the tournament: ``choose`` the command from the current state,
         decide it, append its events; again from the new head after a lost race. Returns
         the tournament after the step and the events appended (none when ``choose``
-        answered None).
+        answered None). ``names``: the names the chosen command registers, kept beside the
+        log with the step's events (:class:`~services.tournament.store.Step`).
 
         :raises RuleViolation, InvalidCommand: as the engine refuses the command.
         :raises ServiceError: ABORTED after :data:`MAX_ATTEMPTS` lost races.
@@ -204,7 +213,8 @@ class Tournaments:
                 if not events:
                     return loaded, []
                 try:
-                    after = await self._append(loaded, events)
+                    after = await self._append(loaded, events,
+                                               names(command) if names is not None else ())
                 except ConcurrencyConflict:
                     self.conflicts += 1
                     continue
@@ -215,7 +225,8 @@ class Tournaments:
         raise ServiceError(grpc.StatusCode.ABORTED, TournamentServiceReason.CONCURRENT_STEP,
                            f"tournament {tournament_id} kept changing; retry")
 
-    async def _append(self, loaded: Loaded, events: Sequence[engine.Event]) -> Loaded:
+    async def _append(self, loaded: Loaded, events: Sequence[engine.Event],
+                      names: Sequence[tuple[str, str]] = ()) -> Loaded:
         tournament_id = loaded.tournament_id
         state = loaded.state
         previous = loaded.last_hash
@@ -235,7 +246,7 @@ class Tournaments:
         deadline = state.deadline_ms if state.phase is engine.Phase.RUNNING else 0
         await asyncio.to_thread(
             self.store.append, tournament_id, loaded.state.seq,
-            Step(stored, summary, round_deadline_ms=deadline, matches=matches))
+            Step(stored, summary, round_deadline_ms=deadline, matches=matches, names=names))
         after = Loaded(state, previous, summary)
         self._remember(after)
         return after

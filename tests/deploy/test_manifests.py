@@ -53,6 +53,8 @@ ENV_REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 URL_PASSWORD = re.compile(r"://[^:/@]+:([^@]+)@")
 
 Document = dict[str, Any]
+KEYLESS = frozenset({"game", "console"})
+"""The services holding no token key of their own."""
 
 
 def kubectl() -> str:
@@ -197,7 +199,7 @@ def test_overlays_deploy_every_service(overlay_documents: tuple[str, list[Docume
         by_kind.setdefault(doc["kind"], set()).add(doc["metadata"]["name"])
         assert doc["kind"] == "Namespace" or doc["metadata"].get("namespace"), doc
     assert by_kind["Deployment"] == {"dast-game", "dast-lobby", "dast-bot", "dast-tournament",
-                                     "dast-stats", "dast-accounts"}
+                                     "dast-stats", "dast-accounts", "dast-console"}
     assert by_kind["HorizontalPodAutoscaler"] == {"dast-game", "dast-bot"}
     assert {"dast-game", "dast-lobby", "dast-bot", "dast-tournament", "dast-accounts",
             "dast-nats"} <= by_kind["PodDisruptionBudget"]
@@ -218,10 +220,10 @@ def test_overlays_deploy_every_service(overlay_documents: tuple[str, list[Docume
         secrets = {env["name"]: env["valueFrom"]["secretKeyRef"]["name"]
                    for env in container["env"] if "secretKeyRef" in env.get("valueFrom", {})}
         assert secrets["DAST_TOKEN_KEYS"] == "dast", component
-        # Each issuing service its own token key, the game service none (no replica mints
-        # another's tokens).
+        # Each issuing service its own token key, the game service and the console none (no
+        # replica mints another's tokens; the console acts with its operators' tokens).
         assert secrets.get("DAST_TOKEN_SIGNING_KEYS") == (
-            None if component == "game" else f"dast-token-key-{component}"), component
+            None if component in KEYLESS else f"dast-token-key-{component}"), component
 
 
 def broken_copy(tmp_path: Path, edit: Any) -> Path:
@@ -278,7 +280,7 @@ def test_policy_check_fails_on_a_broken_manifest(tmp_path: Path) -> None:
 COMPOSE = REPO / "deploy" / "docker-compose.yml"
 DAST_SERVICES = {"lobby": "lobby", "game-1": "game", "game-2": "game", "bot": "bot",
                  "tournament-1": "tournament", "tournament-2": "tournament",
-                 "stats": "stats", "accounts": "accounts"}
+                 "stats": "stats", "accounts": "accounts", "console": "console"}
 
 
 def test_compose_file_runs_every_service_with_health_checks_and_no_default_secret() -> None:
@@ -297,9 +299,9 @@ def test_compose_file_runs_every_service_with_health_checks_and_no_default_secre
         issuer_key = f"/run/secrets/token_key_{component}"
         assert service["environment"]["DAST_TOKEN_KEYS"] == "/run/secrets/token_keys", name
         assert service["environment"].get("DAST_TOKEN_SIGNING_KEYS") == (
-            None if component == "game" else issuer_key), name
-        assert set(service["secrets"]) == (
-            {"token_keys"} if component == "game" else {"token_keys", f"token_key_{component}"})
+            None if component in KEYLESS else issuer_key), name
+        assert set(service["secrets"]) == ({"token_keys"} if component in KEYLESS
+                                           else {"token_keys", f"token_key_{component}"})
     for index in (1, 2, 3):
         nats = services[f"nats-{index}"]
         assert "--jetstream" in nats["command"] and "--routes" in nats["command"]

@@ -28,6 +28,14 @@ def test_hokm_screen_shows_trump_first_the_trick_the_timer_and_who_is_a_bot() ->
     assert "Legal: 1) A♥  2) 2♥" in text  # in the order of the hand
 
 
+def test_a_deleted_player_is_shown_as_one() -> None:
+    players = [common_pb2.Player(player_id=f"p{s}", display_name=f"P{s}") for s in range(4)]
+    players[3].display_name, players[3].deleted = "", True
+    view = hokm_pb2.HokmView(seat=0, players=players, hand_counts=[0, 0, 0, 0])
+    text = "\n".join(render.hokm_screen(view, None, now_ms=0))
+    assert "3 deleted player" in text and "p3" not in text
+
+
 def test_hand_screen_lists_table_melds_and_every_kind_of_move() -> None:
     run = hand_pb2.TableMeld(id=0, owner=1, kind=hand_pb2.HAND_MELD_KIND_RUN,
                              cards=[1, 2, 104], faces=[1, 2, 3])

@@ -16,7 +16,8 @@ from services.platform.token_keys import TokenKeys, generate_token_keys
 
 TEST_KEYS: Final[TokenKeys] = generate_token_keys(suffix="test")
 """Every issuer's key, and the ring trusting each for its issuer's roles."""
-SIGNER_OF_ROLE: Final = {Role.PLAYER: "accounts", Role.SERVICE: "bot", Role.ADMIN: "operator"}
+SIGNER_OF_ROLE: Final = {Role.PLAYER: "accounts", Role.SERVICE: "bot", Role.ADMIN: "operator",
+                          Role.REFEREE: "tournament"}
 """Which test issuer mints each role in :func:`token`."""
 
 

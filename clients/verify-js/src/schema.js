@@ -218,6 +218,7 @@ export const MESSAGES = {
     ["display_name",2,"string",null,"singular",null],
     ["is_bot",3,"bool",null,"singular",null],
     ["client_seed",4,"bytes",null,"singular",null],
+    ["deleted",5,"bool",null,"singular",null],
   ],
   "dast.v1.RoundEnded": [
     ["round",1,"uint32",null,"singular",null],

@@ -24,19 +24,19 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14\x64\x61st/v1/common.proto\x12\x07\x64\x61st.v1\"V\n\x06Player\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x0e\n\x06is_bot\x18\x03 \x01(\x08\x12\x13\n\x0b\x63lient_seed\x18\x04 \x01(\x0c\"q\n\x08\x46\x61irness\x12\x1e\n\x16server_seed_commitment\x18\x01 \x01(\x0c\x12\x14\n\x0c\x63lient_seeds\x18\x02 \x03(\x0c\x12\x13\n\x0bserver_seed\x18\x03 \x01(\x0c\x12\x1a\n\x12server_seed_chosen\x18\x04 \x01(\x08*M\n\x08GameType\x12\x19\n\x15GAME_TYPE_UNSPECIFIED\x10\x00\x12\x12\n\x0eGAME_TYPE_HOKM\x10\x01\x12\x12\n\x0eGAME_TYPE_HAND\x10\x02*a\n\x04Suit\x12\x14\n\x10SUIT_UNSPECIFIED\x10\x00\x12\x0f\n\x0bSUIT_SPADES\x10\x01\x12\x0f\n\x0bSUIT_HEARTS\x10\x02\x12\x0e\n\nSUIT_CLUBS\x10\x03\x12\x11\n\rSUIT_DIAMONDS\x10\x04\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14\x64\x61st/v1/common.proto\x12\x07\x64\x61st.v1\"g\n\x06Player\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x0e\n\x06is_bot\x18\x03 \x01(\x08\x12\x13\n\x0b\x63lient_seed\x18\x04 \x01(\x0c\x12\x0f\n\x07\x64\x65leted\x18\x05 \x01(\x08\"q\n\x08\x46\x61irness\x12\x1e\n\x16server_seed_commitment\x18\x01 \x01(\x0c\x12\x14\n\x0c\x63lient_seeds\x18\x02 \x03(\x0c\x12\x13\n\x0bserver_seed\x18\x03 \x01(\x0c\x12\x1a\n\x12server_seed_chosen\x18\x04 \x01(\x08*M\n\x08GameType\x12\x19\n\x15GAME_TYPE_UNSPECIFIED\x10\x00\x12\x12\n\x0eGAME_TYPE_HOKM\x10\x01\x12\x12\n\x0eGAME_TYPE_HAND\x10\x02*a\n\x04Suit\x12\x14\n\x10SUIT_UNSPECIFIED\x10\x00\x12\x0f\n\x0bSUIT_SPADES\x10\x01\x12\x0f\n\x0bSUIT_HEARTS\x10\x02\x12\x0e\n\nSUIT_CLUBS\x10\x03\x12\x11\n\rSUIT_DIAMONDS\x10\x04\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'dast.v1.common_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_GAMETYPE']._serialized_start=236
-  _globals['_GAMETYPE']._serialized_end=313
-  _globals['_SUIT']._serialized_start=315
-  _globals['_SUIT']._serialized_end=412
+  _globals['_GAMETYPE']._serialized_start=253
+  _globals['_GAMETYPE']._serialized_end=330
+  _globals['_SUIT']._serialized_start=332
+  _globals['_SUIT']._serialized_end=429
   _globals['_PLAYER']._serialized_start=33
-  _globals['_PLAYER']._serialized_end=119
-  _globals['_FAIRNESS']._serialized_start=121
-  _globals['_FAIRNESS']._serialized_end=234
+  _globals['_PLAYER']._serialized_end=136
+  _globals['_FAIRNESS']._serialized_start=138
+  _globals['_FAIRNESS']._serialized_end=251
 # @@protoc_insertion_point(module_scope)

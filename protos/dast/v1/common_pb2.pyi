@@ -74,7 +74,14 @@ Global___Suit: typing_extensions.TypeAlias = Suit
 
 @typing.final
 class Player(google.protobuf.message.Message):
-    """One seated participant. The order of `players` in a match is the seat order."""
+    """One seated participant. The order of `players` in a match is the seat order.
+
+    In a match's log (its first event) a player is its opaque id only: `display_name` is
+    empty in every log written since names left the logs (older logs keep the names they
+    recorded). The game service keeps the names beside the log and puts them into the
+    views it serves (GetView, the views of Subscribe, Play and SubmitCommand, replay frames):
+    read a seat's name from a view, never from an event (docs/clients.md "Names").
+    """
 
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
@@ -82,11 +89,17 @@ class Player(google.protobuf.message.Message):
     DISPLAY_NAME_FIELD_NUMBER: builtins.int
     IS_BOT_FIELD_NUMBER: builtins.int
     CLIENT_SEED_FIELD_NUMBER: builtins.int
+    DELETED_FIELD_NUMBER: builtins.int
     player_id: builtins.str
     display_name: builtins.str
+    """The name shown for the seat. CreateGame takes it; the log never holds it."""
     is_bot: builtins.bool
     client_seed: builtins.bytes
     """Optional seed the player contributed when sitting down (provably fair deals)."""
+    deleted: builtins.bool
+    """In views only: the player deleted their account (their name is gone): show "deleted
+    player".
+    """
     def __init__(
         self,
         *,
@@ -94,8 +107,9 @@ class Player(google.protobuf.message.Message):
         display_name: builtins.str = ...,
         is_bot: builtins.bool = ...,
         client_seed: builtins.bytes = ...,
+        deleted: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["client_seed", b"client_seed", "display_name", b"display_name", "is_bot", b"is_bot", "player_id", b"player_id"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["client_seed", b"client_seed", "deleted", b"deleted", "display_name", b"display_name", "is_bot", b"is_bot", "player_id", b"player_id"]) -> None: ...
 
 Global___Player: typing_extensions.TypeAlias = Player
 

@@ -865,3 +865,52 @@ class PlayRenewed(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["expires_ms", b"expires_ms"]) -> None: ...
 
 Global___PlayRenewed: typing_extensions.TypeAlias = PlayRenewed
+
+@typing.final
+class GetServerStatusRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+
+Global___GetServerStatusRequest: typing_extensions.TypeAlias = GetServerStatusRequest
+
+@typing.final
+class GetServerStatusResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    STARTED_AT_MS_FIELD_NUMBER: builtins.int
+    COMMANDS_ACCEPTED_FIELD_NUMBER: builtins.int
+    COMMANDS_REFUSED_FIELD_NUMBER: builtins.int
+    COMMANDS_FAILED_FIELD_NUMBER: builtins.int
+    EVENTS_APPENDED_FIELD_NUMBER: builtins.int
+    OPEN_SUBSCRIPTIONS_FIELD_NUMBER: builtins.int
+    OPEN_PLAY_STREAMS_FIELD_NUMBER: builtins.int
+    started_at_ms: builtins.int
+    """when this replica's game service started (server clock)"""
+    commands_accepted: builtins.int
+    """applied, or acknowledged again as duplicates"""
+    commands_refused: builtins.int
+    """refused with a reason (not the turn, not legal, …)"""
+    commands_failed: builtins.int
+    """ended by a failure of the server (INTERNAL and the like)"""
+    events_appended: builtins.int
+    open_subscriptions: builtins.int
+    """Subscribe streams open now"""
+    open_play_streams: builtins.int
+    """Play streams open now"""
+    def __init__(
+        self,
+        *,
+        started_at_ms: builtins.int = ...,
+        commands_accepted: builtins.int = ...,
+        commands_refused: builtins.int = ...,
+        commands_failed: builtins.int = ...,
+        events_appended: builtins.int = ...,
+        open_subscriptions: builtins.int = ...,
+        open_play_streams: builtins.int = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["commands_accepted", b"commands_accepted", "commands_failed", b"commands_failed", "commands_refused", b"commands_refused", "events_appended", b"events_appended", "open_play_streams", b"open_play_streams", "open_subscriptions", b"open_subscriptions", "started_at_ms", b"started_at_ms"]) -> None: ...
+
+Global___GetServerStatusResponse: typing_extensions.TypeAlias = GetServerStatusResponse

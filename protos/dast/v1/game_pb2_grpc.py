@@ -74,6 +74,11 @@ class GameServiceStub:
                 request_serializer=dast_dot_v1_dot_game__pb2.PlayRequest.SerializeToString,
                 response_deserializer=dast_dot_v1_dot_game__pb2.PlayResponse.FromString,
                 _registered_method=True)
+        self.GetServerStatus = channel.unary_unary(
+                '/dast.v1.GameService/GetServerStatus',
+                request_serializer=dast_dot_v1_dot_game__pb2.GetServerStatusRequest.SerializeToString,
+                response_deserializer=dast_dot_v1_dot_game__pb2.GetServerStatusResponse.FromString,
+                _registered_method=True)
 
 
 class GameServiceServicer:
@@ -151,6 +156,16 @@ class GameServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetServerStatus(self, request, context):
+        """What this replica has done since it started and holds now: commands accepted, refused
+        and failed, events appended, streams open (admin tokens only; others get
+        PERMISSION_DENIED `role_required`). The operator console's overview reads it from every
+        replica, and its commands per second from the growth of `commands_accepted`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GameServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -193,6 +208,11 @@ def add_GameServiceServicer_to_server(servicer, server):
                     servicer.Play,
                     request_deserializer=dast_dot_v1_dot_game__pb2.PlayRequest.FromString,
                     response_serializer=dast_dot_v1_dot_game__pb2.PlayResponse.SerializeToString,
+            ),
+            'GetServerStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetServerStatus,
+                    request_deserializer=dast_dot_v1_dot_game__pb2.GetServerStatusRequest.FromString,
+                    response_serializer=dast_dot_v1_dot_game__pb2.GetServerStatusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -411,6 +431,33 @@ class GameService:
             '/dast.v1.GameService/Play',
             dast_dot_v1_dot_game__pb2.PlayRequest.SerializeToString,
             dast_dot_v1_dot_game__pb2.PlayResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetServerStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dast.v1.GameService/GetServerStatus',
+            dast_dot_v1_dot_game__pb2.GetServerStatusRequest.SerializeToString,
+            dast_dot_v1_dot_game__pb2.GetServerStatusResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -186,7 +186,23 @@ _GameServicePlayType = typing_extensions.TypeVar(
     ],
 )
 
-class GameServiceStub(typing.Generic[_GameServiceCreateGameType, _GameServiceSubmitCommandType, _GameServiceGetViewType, _GameServiceSubscribeType, _GameServiceExportLogType, _GameServiceGetSigningKeyType, _GameServiceControlSeatType, _GameServicePlayType]):
+_GameServiceGetServerStatusType = typing_extensions.TypeVar(
+    '_GameServiceGetServerStatusType',
+    grpc.UnaryUnaryMultiCallable[
+        dast.v1.game_pb2.GetServerStatusRequest,
+        dast.v1.game_pb2.GetServerStatusResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.game_pb2.GetServerStatusRequest,
+        dast.v1.game_pb2.GetServerStatusResponse,
+    ],
+    default=grpc.UnaryUnaryMultiCallable[
+        dast.v1.game_pb2.GetServerStatusRequest,
+        dast.v1.game_pb2.GetServerStatusResponse,
+    ],
+)
+
+class GameServiceStub(typing.Generic[_GameServiceCreateGameType, _GameServiceSubmitCommandType, _GameServiceGetViewType, _GameServiceSubscribeType, _GameServiceExportLogType, _GameServiceGetSigningKeyType, _GameServiceControlSeatType, _GameServicePlayType, _GameServiceGetServerStatusType]):
     @typing.overload
     def __init__(self: GameServiceStub[
         grpc.UnaryUnaryMultiCallable[
@@ -220,6 +236,10 @@ class GameServiceStub(typing.Generic[_GameServiceCreateGameType, _GameServiceSub
         grpc.StreamStreamMultiCallable[
             dast.v1.game_pb2.PlayRequest,
             dast.v1.game_pb2.PlayResponse,
+        ],
+        grpc.UnaryUnaryMultiCallable[
+            dast.v1.game_pb2.GetServerStatusRequest,
+            dast.v1.game_pb2.GetServerStatusResponse,
         ],
     ], channel: grpc.Channel) -> None: ...
 
@@ -256,6 +276,10 @@ class GameServiceStub(typing.Generic[_GameServiceCreateGameType, _GameServiceSub
         grpc.aio.StreamStreamMultiCallable[
             dast.v1.game_pb2.PlayRequest,
             dast.v1.game_pb2.PlayResponse,
+        ],
+        grpc.aio.UnaryUnaryMultiCallable[
+            dast.v1.game_pb2.GetServerStatusRequest,
+            dast.v1.game_pb2.GetServerStatusResponse,
         ],
     ], channel: grpc.aio.Channel) -> None: ...
 
@@ -305,6 +329,13 @@ class GameServiceStub(typing.Generic[_GameServiceCreateGameType, _GameServiceSub
     session was revoked or the player banned, or any status Subscribe would end with.
     """
 
+    GetServerStatus: _GameServiceGetServerStatusType
+    """What this replica has done since it started and holds now: commands accepted, refused
+    and failed, events appended, streams open (admin tokens only; others get
+    PERMISSION_DENIED `role_required`). The operator console's overview reads it from every
+    replica, and its commands per second from the growth of `commands_accepted`.
+    """
+
 GameServiceAsyncStub: typing_extensions.TypeAlias = GameServiceStub[
     grpc.aio.UnaryUnaryMultiCallable[
         dast.v1.game_pb2.CreateGameRequest,
@@ -337,6 +368,10 @@ GameServiceAsyncStub: typing_extensions.TypeAlias = GameServiceStub[
     grpc.aio.StreamStreamMultiCallable[
         dast.v1.game_pb2.PlayRequest,
         dast.v1.game_pb2.PlayResponse,
+    ],
+    grpc.aio.UnaryUnaryMultiCallable[
+        dast.v1.game_pb2.GetServerStatusRequest,
+        dast.v1.game_pb2.GetServerStatusResponse,
     ],
 ]
 
@@ -425,6 +460,18 @@ class GameServiceServicer(metaclass=abc.ABCMeta):
         renewal was refused (UNAUTHENTICATED), the client fell more than the queue behind
         (RESOURCE_EXHAUSTED `stream_backlog`: open again from the last seq received), the
         session was revoked or the player banned, or any status Subscribe would end with.
+        """
+
+    @abc.abstractmethod
+    def GetServerStatus(
+        self,
+        request: dast.v1.game_pb2.GetServerStatusRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[dast.v1.game_pb2.GetServerStatusResponse, collections.abc.Awaitable[dast.v1.game_pb2.GetServerStatusResponse]]:
+        """What this replica has done since it started and holds now: commands accepted, refused
+        and failed, events appended, streams open (admin tokens only; others get
+        PERMISSION_DENIED `role_required`). The operator console's overview reads it from every
+        replica, and its commands per second from the growth of `commands_accepted`.
         """
 
 def add_GameServiceServicer_to_server(servicer: GameServiceServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...

@@ -407,16 +407,26 @@ class ListTablesRequest(google.protobuf.message.Message):
 
     GAME_TYPE_FIELD_NUMBER: builtins.int
     INCLUDE_PLAYING_FIELD_NUMBER: builtins.int
+    PAGE_SIZE_FIELD_NUMBER: builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: builtins.int
     game_type: dast.v1.common_pb2.GameType.ValueType
     """unset: every game"""
     include_playing: builtins.bool
+    page_size: builtins.int
+    """Tables are listed by table id, 100 a page unless `page_size` says (1 to 500); an admin
+    token's listing includes private tables. `page_token`: the previous page's
+    `next_page_token` (empty: the first page).
+    """
+    page_token: builtins.str
     def __init__(
         self,
         *,
         game_type: dast.v1.common_pb2.GameType.ValueType = ...,
         include_playing: builtins.bool = ...,
+        page_size: builtins.int = ...,
+        page_token: builtins.str = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["game_type", b"game_type", "include_playing", b"include_playing"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["game_type", b"game_type", "include_playing", b"include_playing", "page_size", b"page_size", "page_token", b"page_token"]) -> None: ...
 
 Global___ListTablesRequest: typing_extensions.TypeAlias = ListTablesRequest
 
@@ -425,14 +435,18 @@ class ListTablesResponse(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     TABLES_FIELD_NUMBER: builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: builtins.int
+    next_page_token: builtins.str
+    """empty on the last page"""
     @property
     def tables(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[Global___Table]: ...
     def __init__(
         self,
         *,
         tables: collections.abc.Iterable[Global___Table] | None = ...,
+        next_page_token: builtins.str = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["tables", b"tables"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["next_page_token", b"next_page_token", "tables", b"tables"]) -> None: ...
 
 Global___ListTablesResponse: typing_extensions.TypeAlias = ListTablesResponse
 

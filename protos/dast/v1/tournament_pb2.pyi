@@ -171,17 +171,22 @@ Global___TournamentSettings: typing_extensions.TypeAlias = TournamentSettings
 
 @typing.final
 class Entrant(google.protobuf.message.Message):
+    """Names are kept beside a tournament's log, never in it (docs/tournaments.md "Names")."""
+
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     PLAYER_ID_FIELD_NUMBER: builtins.int
     DISPLAY_NAME_FIELD_NUMBER: builtins.int
     IS_BOT_FIELD_NUMBER: builtins.int
     RATING_FIELD_NUMBER: builtins.int
+    DELETED_FIELD_NUMBER: builtins.int
     player_id: builtins.str
     display_name: builtins.str
     is_bot: builtins.bool
     rating: builtins.int
     """Seeding rating (0: unrated)."""
+    deleted: builtins.bool
+    """A member deleted their account (the entrant's name is gone): show "deleted player"."""
     def __init__(
         self,
         *,
@@ -189,8 +194,9 @@ class Entrant(google.protobuf.message.Message):
         display_name: builtins.str = ...,
         is_bot: builtins.bool = ...,
         rating: builtins.int = ...,
+        deleted: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["display_name", b"display_name", "is_bot", b"is_bot", "player_id", b"player_id", "rating", b"rating"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["deleted", b"deleted", "display_name", b"display_name", "is_bot", b"is_bot", "player_id", b"player_id", "rating", b"rating"]) -> None: ...
 
 Global___Entrant: typing_extensions.TypeAlias = Entrant
 
@@ -210,6 +216,7 @@ class Standing(google.protobuf.message.Message):
     BYES_FIELD_NUMBER: builtins.int
     ELIMINATED_FIELD_NUMBER: builtins.int
     TIE_BREAKS_FIELD_NUMBER: builtins.int
+    DELETED_FIELD_NUMBER: builtins.int
     rank: builtins.int
     player_id: builtins.str
     display_name: builtins.str
@@ -222,6 +229,8 @@ class Standing(google.protobuf.message.Message):
     won: builtins.int
     byes: builtins.int
     eliminated: builtins.bool
+    deleted: builtins.bool
+    """A member deleted their account (the entrant's name is gone): show "deleted player"."""
     @property
     def tie_breaks(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]:
         """The tie-break values the engine ranks by after match points, in its order."""
@@ -241,8 +250,9 @@ class Standing(google.protobuf.message.Message):
         byes: builtins.int = ...,
         eliminated: builtins.bool = ...,
         tie_breaks: collections.abc.Iterable[builtins.int] | None = ...,
+        deleted: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["byes", b"byes", "display_name", b"display_name", "eliminated", b"eliminated", "game_points", b"game_points", "is_bot", b"is_bot", "match_points", b"match_points", "played", b"played", "player_id", b"player_id", "rank", b"rank", "tie_breaks", b"tie_breaks", "tricks", b"tricks", "won", b"won"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["byes", b"byes", "deleted", b"deleted", "display_name", b"display_name", "eliminated", b"eliminated", "game_points", b"game_points", "is_bot", b"is_bot", "match_points", b"match_points", "played", b"played", "player_id", b"player_id", "rank", b"rank", "tie_breaks", b"tie_breaks", "tricks", b"tricks", "won", b"won"]) -> None: ...
 
 Global___Standing: typing_extensions.TypeAlias = Standing
 

@@ -51,7 +51,8 @@ def sorted_hand_cards(cards: Sequence[int]) -> list[int]:
 
 
 def _name(player: common_pb2.Player, seat: int, me: int, table: lobby_pb2.Table | None) -> str:
-    text = f"{seat} {player.display_name or player.player_id}"
+    shown = "deleted player" if player.deleted else player.display_name or player.player_id
+    text = f"{seat} {shown}"
     if seat == me:
         text += " (you)"
     if player.is_bot:

@@ -43,7 +43,8 @@ def standings_lines(reply: tournament_pb2.GetStandingsResponse, me: str,
         mine = _is_mine(line.player_id, me)
         if line.rank <= shown or mine:
             marker = "  <- you" if mine else ""
-            lines.append(f"  {line.rank:>3}. {line.display_name:<24} {line.match_points:>3} pts"
+            name = "deleted player" if line.deleted else line.display_name
+            lines.append(f"  {line.rank:>3}. {name:<24} {line.match_points:>3} pts"
                          f"  won {line.won}/{line.played}{marker}")
     return lines
 

@@ -1,7 +1,8 @@
 """Deleting an account (AccountsService.DeleteAccount, ModerationService.ErasePlayer): the
 identities, devices, name and sessions go from every table of the accounts' store; the
-signed logs the player played in still verify; the figures stay, shown as a deleted
-player's; the player id is nobody's again."""
+signed logs the player played in (a match's, a tournament's) still verify and never held
+their name; the views and standings show them as a deleted player, as the figures do;
+the player id is nobody's again."""
 
 from __future__ import annotations
 
@@ -25,12 +26,17 @@ from dast.v1 import (
     moderation_pb2_grpc,
     stats_pb2,
     stats_pb2_grpc,
+    tournament_pb2,
+    tournament_pb2_grpc,
 )
+from engine import tournament as engine
 from engine.core.verification import verify_export
+from engine.tournament.audit import verify as audit_tournament
 from services.accounts.moderation_store import ModerationModel
 from services.accounts.store import AccountsModel
 from services.compose import Running
 from services.platform.auth import Role
+from services.tournament import chain
 from tests.e2e.helpers import stack, wait_for
 from tests.services.accounts.calls import refused, session_bearer
 from tests.support.idp import LocalIdp, rsa_key
@@ -79,6 +85,57 @@ async def _finished_match(channel: grpc.aio.Channel,
     return str(started.game_id)
 
 
+async def _running_tournament(channel: grpc.aio.Channel,
+                              tokens: accounts_pb2.SessionTokens) -> str:
+    """A one-round Hokm tournament the player hosts and enters with three bots, started
+    (the player never opens their table: a bot stands in for them); its id."""
+    tournaments = tournament_pb2_grpc.TournamentServiceStub(channel)
+    me = session_bearer(tokens)
+    created = await tournaments.CreateTournament(tournament_pb2.CreateTournamentRequest(
+        settings=tournament_pb2.TournamentSettings(
+            name="erasure cup", game_type=common_pb2.GAME_TYPE_HOKM,
+            format=tournament_pb2.TOURNAMENT_FORMAT_SWISS, rounds=1, target_score=1,
+            bot_level="random")), metadata=me)
+    tournament_id = str(created.tournament.tournament_id)
+    await tournaments.RegisterPlayer(tournament_pb2.RegisterPlayerRequest(
+        tournament_id=tournament_id), metadata=me)
+    for _ in range(3):
+        await tournaments.RegisterPlayer(tournament_pb2.RegisterPlayerRequest(
+            tournament_id=tournament_id, bot_level="random"), metadata=me)
+    await tournaments.StartTournament(tournament_pb2.StartTournamentRequest(
+        tournament_id=tournament_id), metadata=me)
+    return tournament_id
+
+
+async def _standing_of(channel: grpc.aio.Channel, tournament_id: str, player_id: str
+                       ) -> tournament_pb2.Standing:
+    standings: tournament_pb2.GetStandingsResponse = await (
+        tournament_pb2_grpc.TournamentServiceStub(channel).GetStandings(
+            tournament_pb2.GetStandingsRequest(tournament_id=tournament_id),
+            metadata=OPERATOR))
+    return next(line for line in standings.standings if line.player_id == player_id)
+
+
+async def _seat_shown(channel: grpc.aio.Channel, game_id: str, player_id: str
+                      ) -> common_pb2.Player:
+    """The player's seat as the spectators' view of ``game_id`` shows it."""
+    view: game_pb2.GetViewResponse = await game_pb2_grpc.GameServiceStub(channel).GetView(
+        game_pb2.GetViewRequest(game_id=game_id), metadata=OPERATOR)
+    return next(player for player in view.hokm.players if player.player_id == player_id)
+
+
+async def _check_nameless_and_verified(channel: grpc.aio.Channel, game_id: str,
+                                       player_id: str) -> None:
+    """The match's exported log holds the player's opaque id and no name, and verifies."""
+    exported = await game_pb2_grpc.GameServiceStub(channel).ExportLog(
+        game_pb2.ExportLogRequest(game_id=game_id), metadata=OPERATOR)
+    assert NAME.encode() not in exported.SerializeToString()
+    assert verify_export(list(exported.entries), exported.seal).ok
+    started = exported.entries[0].event.hokm.match_started
+    assert player_id in [player.player_id for player in started.players]
+    assert all(not player.display_name for player in started.players)
+
+
 def _rows_holding(run: Running, *needles: str) -> list[str]:
     """Every ``table.column`` of the accounts' store holding one of ``needles``."""
     found: list[str] = []
@@ -107,6 +164,21 @@ async def test_deleting_an_account_leaves_no_trace_but_the_opaque_id(idp: LocalI
             provider="main", id_token=idp.mint("erase-r1", sub=SUBJECT, email=EMAIL)),
             metadata=me)
         game_id = await _finished_match(channel, guest.tokens)
+        tournament_id = await _running_tournament(channel, guest.tokens)
+        table_game = f"{tournament_id}-r1-t0"
+        # Before the deletion the views and the standings show the player's name.
+        assert (await _seat_shown(channel, game_id, guest.player_id)).display_name == NAME
+        mine = await _standing_of(channel, tournament_id, guest.player_id)
+        assert (mine.display_name, mine.deleted) == (NAME, False)
+
+        async def table_created() -> bool:
+            try:
+                seat = await _seat_shown(channel, table_game, guest.player_id)
+            except grpc.aio.AioRpcError:
+                return False
+            return seat.display_name == NAME
+
+        await wait_for(table_created, seconds=60)
         stats = stats_pb2_grpc.StatsServiceStub(channel)
 
         async def projected() -> bool:
@@ -140,13 +212,40 @@ async def test_deleting_an_account_leaves_no_trace_but_the_opaque_id(idp: LocalI
             provider="main", id_token=idp.mint("erase-r1", sub=SUBJECT)))
         assert by_identity.created and by_identity.player_id != guest.player_id
 
-        # The signed log of their match still verifies, with their opaque id in it.
-        exported = await game_pb2_grpc.GameServiceStub(channel).ExportLog(
-            game_pb2.ExportLogRequest(game_id=game_id), metadata=OPERATOR)
-        verification = verify_export(list(exported.entries), exported.seal)
-        assert verification.ok
-        started = exported.entries[0].event.hokm.match_started
-        assert guest.player_id in [player.player_id for player in started.players]
+        # The signed log of their match still verifies, with their opaque id in it and no
+        # name; the views show them as a deleted player.
+        await _check_nameless_and_verified(channel, game_id, guest.player_id)
+
+        async def seat_deleted() -> bool:
+            seat = await _seat_shown(channel, game_id, guest.player_id)
+            return seat.deleted and not seat.display_name
+
+        await wait_for(seat_deleted, seconds=30)
+
+        # The tournament ends (a bot played their table; they were withdrawn): its log
+        # never held the name and verifies, chain and all; the standings show them deleted.
+        async def tournament_over() -> bool:
+            standings = await tournament_pb2_grpc.TournamentServiceStub(channel).GetStandings(
+                tournament_pb2.GetStandingsRequest(tournament_id=tournament_id),
+                metadata=OPERATOR)
+            return bool(standings.tournament.status
+                        == tournament_pb2.TOURNAMENT_STATUS_FINISHED)
+
+        await wait_for(tournament_over, seconds=120)
+        assert run.stack.tournament_store is not None
+        stored = run.stack.tournament_store.load(tournament_id)
+        assert not any(NAME.encode() in item.body for item in stored)
+        assert chain.broken_links(tournament_id, [(item.body, item.hash)
+                                                  for item in stored]) == []
+        assert audit_tournament([engine.decode_event(item.body) for item in stored]) == []
+
+        async def standing_deleted() -> bool:
+            line = await _standing_of(channel, tournament_id, guest.player_id)
+            return line.deleted and not line.display_name
+
+        await wait_for(standing_deleted, seconds=30)
+        await _check_nameless_and_verified(channel, table_game, guest.player_id)
+        assert (await _seat_shown(channel, table_game, guest.player_id)).deleted
 
         # Their figures stay, shown as a deleted player's.
         async def shown_deleted() -> bool:

@@ -13,7 +13,10 @@ import nats
 import pytest
 
 from dast.v1 import chat_pb2
-from services.chat.talk_log import DAY_MS, NatsTalkLog, TalkLog, TalkUnavailable
+from services.chat.reasons import ChatReason
+from services.chat.send_rate import send_rate_of
+from services.chat.talk_log import DAY_MS, NatsTalkLog, TalkLog, TalkUnavailable, sender_token
+from services.platform.errors import ServiceError
 from tests.conftest import NatsNames
 from tests.services.chat.talkers import MovedClock, Person, talking_stack
 from tests.support.servers import PrivateNats
@@ -127,3 +130,46 @@ async def test_a_stack_on_nats_carries_a_tables_talk(nats_url: str,
         said = [await ana.say(table.table_id, "salaam"),
                 await bex.say(table.table_id, phrase="hello")]
         assert await bex.heard(table.table_id, 2) == said
+
+
+async def test_a_players_quota_is_one_across_lobby_replicas(nats_url: str,
+                                                            nats_names: NatsNames) -> None:
+    async with _talk(nats_url, nats_names, 7) as one, _talk(nats_url, nats_names, 7) as two:
+        replicas = [send_rate_of(log, messages=5, window_ms=10_000) for log in (one, two)]
+        for n in range(5):  # alternating replicas, as a load balancer would
+            await replicas[n % 2].take("ana", 1_000 + n)
+        for replica in replicas:
+            with pytest.raises(ServiceError) as refused:
+                await replica.take("ana", 2_000)
+            assert refused.value.reason == ChatReason.CHAT_RATE_LIMITED
+            assert refused.value.retry_after == pytest.approx(9.0)  # the first leaves at 11 s
+        await replicas[1].take("bex", 2_000)  # another player's quota is their own
+        await replicas[1].take("ana", 11_000)  # the first message has left the window
+
+        # Racing themselves on both replicas at once, a player still gets the quota only.
+        outcomes = await asyncio.gather(
+            *(replicas[n % 2].take("cyd", 50_000) for n in range(12)), return_exceptions=True)
+        assert sum(outcome is None for outcome in outcomes) == 5
+        assert all(isinstance(outcome, ServiceError) for outcome in outcomes
+                   if outcome is not None)
+
+
+async def test_a_damaged_window_is_forgotten_and_nats_down_is_unavailable(
+        private_nats: PrivateNats) -> None:
+    log = NatsTalkLog(private_nats.url, stream="RATE_CHAT", subject_prefix="rate.chat",
+                      retention_ms=DAY_MS)
+    await log.start()
+    try:
+        rate = send_rate_of(log, messages=2, window_ms=10_000)
+        await rate.take("ana", 1_000)
+        bucket = await log.jetstream().key_value(log.rate_bucket)
+        await bucket.put(sender_token("ana"), b'{"not": "a list"}')
+        await rate.take("ana", 1_001)
+        await rate.take("ana", 1_002)
+        with pytest.raises(ServiceError):
+            await rate.take("ana", 1_003)
+        private_nats.stop()
+        with pytest.raises(TalkUnavailable):
+            await rate.take("bex", 1_004)
+    finally:
+        await log.close()

@@ -61,9 +61,12 @@ def test_each_key_signs_only_the_roles_the_ring_trusts_it_for(issuer: str, role:
         assert refused.message == f"the bearer token's key may not sign {role} tokens"
 
 
-def test_only_the_operator_and_the_tournaments_sign_admin_tokens() -> None:
+def test_only_the_operator_signs_admin_tokens_and_the_tournaments_referee_ones() -> None:
     assert {name for name, roles in ISSUER_ROLES.items() if Role.ADMIN in roles} == {
+        "operator"}
+    assert {name for name, roles in ISSUER_ROLES.items() if Role.REFEREE in roles} == {
         "operator", "tournament"}
+    assert ISSUER_ROLES["tournament"] == {Role.SERVICE, Role.REFEREE}
     assert ISSUER_ROLES["accounts"] == {Role.PLAYER}
     assert ISSUER_ROLES["bot"] == ISSUER_ROLES["stats"] == {Role.SERVICE}
 

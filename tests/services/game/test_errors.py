@@ -75,10 +75,17 @@ async def test_rule_and_input_errors_append_nothing(embedded: Embedded) -> None:
     # A stale expected_seq → ABORTED.
     await expect_error(clients[to_act].submit(game_id, "stale", play(0), expected_seq=1),
                        grpc.StatusCode.ABORTED, "stale_expected_seq")
-    # Exporting an unfinished match is for admins only.
+    # Exporting an unfinished match is for admins and referees only.
     await expect_error(clients[0].export(game_id), grpc.StatusCode.FAILED_PRECONDITION,
                        "game_not_over")
+    await expect_error(embedded.client("bots", Role.SERVICE).export(game_id),
+                       grpc.StatusCode.FAILED_PRECONDITION, "game_not_over")
     assert len(await embedded.client("root", Role.ADMIN).export(game_id)) == start_seq
+    referee = embedded.client("tournaments", Role.REFEREE)
+    assert len(await referee.export(game_id)) == start_seq
+    # A referee reads; it plays no seat, as a stranger.
+    await expect_error(referee.submit(game_id, "r", play(0)),
+                       grpc.StatusCode.PERMISSION_DENIED, "not_seated")
     assert embedded.store.last_seq(game_id) == start_seq
 
 

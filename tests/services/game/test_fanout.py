@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2
+from dast.v1 import common_pb2, game_pb2, game_pb2_grpc, hokm_pb2, log_pb2
 from engine import hokm
 from engine.core.rng import DeterministicRandom
-from services.game.streams import GameFeeds
+from services.game.play import play_event
+from services.game.streams import REPLAY_CHUNK, GameFeeds
 from services.platform.auth import Role
 from services.platform.bus import InProcessBus
 from services.platform.store import MemoryEventStore
@@ -140,3 +141,89 @@ async def test_a_stream_behind_the_shared_window_reads_what_it_missed_from_the_s
                                                                  len(entries) + 1))
     assert [reply.hash for reply in received] == [entry.hash for entry in entries[first.event.seq:]]
     assert feeds.open_games == 0
+
+
+async def test_streams_of_one_projection_send_the_same_bytes_serialised_once() -> None:
+    store, bus = MemoryEventStore(), InProcessBus()
+    await bus.start()
+    entries = started_game(store)
+    feeds = GameFeeds(store, bus, poll_seconds=(5.0,))
+    after = len(entries) - 1
+    spectators = [feeds.encoded_after(hokm, "g", after, None) for _ in range(3)]
+    seat_streams = [feeds.encoded_after(hokm, "g", after, 0, envelope=play_event)
+                    for _ in range(2)]
+    seat_one = feeds.encoded_after(hokm, "g", after, 1, envelope=play_event)
+    readers = (*spectators, *seat_streams, seat_one)
+    try:
+        for reader in readers:  # open: each reads the last stored event
+            await asyncio.wait_for(anext(reader), TIMEOUT)
+        more = next_entries(entries)  # a live event, through the feed's shared window
+        store.append("g", more, command_id="c1", sender="p1")
+        await bus.publish("hokm", "g", more)
+        entries += more
+        public = [await asyncio.wait_for(anext(reader), TIMEOUT) for reader in spectators]
+        seat = [await asyncio.wait_for(anext(reader), TIMEOUT) for reader in seat_streams]
+        other = await asyncio.wait_for(anext(seat_one), TIMEOUT)
+    finally:
+        for reader in readers:
+            await reader.aclose()
+        await bus.close()
+    last = more[0]
+    # One serialisation per projection and envelope, shared (the same object) by its streams.
+    assert all(encoded.data is public[0].data for encoded in public)
+    assert all(encoded.data is seat[0].data for encoded in seat)
+    assert {encoded.seq for encoded in (*public, *seat, other)} == {last.event.seq}
+    spectator_sees = game_pb2.SubscribeResponse.FromString(public[0].data)
+    assert spectator_sees.event == hokm.redact(last.event, None)
+    assert spectator_sees.hash == last.hash
+    # A seat's bytes are its own projection in a Play message; another seat's differ.
+    seat_sees = game_pb2.PlayResponse.FromString(seat[0].data).event
+    assert seat_sees.event == hokm.redact(last.event, 0)
+    assert seat_sees.hash == last.hash
+    assert game_pb2.PlayResponse.FromString(other.data).event.event == hokm.redact(last.event, 1)
+
+
+class CountingStore(MemoryEventStore):
+    """A memory store counting its reads of entries."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loads = 0
+
+    def load(self, game_id: str, after_seq: int = 0) -> list[log_pb2.LogEntry]:
+        self.loads += 1
+        return super().load(game_id, after_seq)
+
+
+async def test_streams_replaying_before_the_window_share_the_store_reads_and_the_bytes(
+) -> None:
+    store, bus = CountingStore(), InProcessBus()
+    await bus.start()
+    entries = started_game(store)
+    for number in range(6):
+        more = next_entries(entries)
+        store.append("g", more, command_id=f"c{number}", sender="p1")
+        entries += more
+    feeds = GameFeeds(store, bus, poll_seconds=(5.0,), window_entries=2)
+    live = feeds.encoded_after(hokm, "g", len(entries) - 1, None)  # the feed's window: the tail
+    await asyncio.wait_for(anext(live), TIMEOUT)
+    reads_before = store.loads
+    replaying = [feeds.encoded_after(hokm, "g", 0, None) for _ in range(5)]
+    try:
+        received = [[await asyncio.wait_for(anext(reader), TIMEOUT) for _ in entries]
+                    for reader in replaying]
+    finally:
+        for reader in (live, *replaying):
+            await reader.aclose()
+        await bus.close()
+    for stream in received:  # every event once, in order, with its receipt
+        assert [encoded.seq for encoded in stream] == [e.event.seq for e in entries]
+        sent = [game_pb2.SubscribeResponse.FromString(encoded.data) for encoded in stream]
+        assert [response.hash for response in sent] == [entry.hash for entry in entries]
+        assert [response.event for response in sent] == [hokm.redact(entry.event, None)
+                                                        for entry in entries]
+    # The entries before the window: read from the store and serialised once for all five.
+    older = len(entries) - 2
+    assert all(received[n][seq].data is received[0][seq].data
+               for n in range(5) for seq in range(older))
+    assert store.loads - reads_before <= -(-older // REPLAY_CHUNK) + 1

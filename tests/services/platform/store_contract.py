@@ -21,6 +21,8 @@ from services.platform.store import (
     InvalidEntries,
     LogEntry,
     OutboxStore,
+    SeatName,
+    SubmitsWrites,
 )
 from tests.services.platform.helpers import HOKM, continue_log, make_entries, seqs
 
@@ -370,3 +372,33 @@ class EventStoreContract:
         store.mark_relayed_many([("g1", 3), ("g2", 1)])  # g2's watermark never moves back
         store.mark_relayed_many([])
         assert store.claim_unrelayed(lease_ms=0) == []
+
+    def test_seat_names_are_kept_with_the_game_and_an_erasure_blanks_them(
+        self, store: OutboxStore
+    ) -> None:
+        names = [SeatName(0, "p0", "Ali"), SeatName(1, "p1", "Sara"), SeatName(2, "p0", "Ali")]
+        store.create_game("g1", HOKM, make_entries(1, 2), seat_names=names)
+        store.create_game("g2", HOKM, make_entries(1, 1), seat_names=[SeatName(0, "p1", "Sara")])
+        store.create_game("old", HOKM, make_entries(1, 1))  # its log holds its names
+        with pytest.raises(GameExists):  # a refused creation changes nobody's names
+            store.create_game("g1", HOKM, make_entries(1, 1),
+                              seat_names=[SeatName(0, "p9", "Mallory")])
+        assert store.seat_names("g1") == names
+        assert store.seat_names("old") == []
+        assert store.seat_names("nowhere") == []
+
+        assert store.erase_names("p0") == 2
+        assert store.erase_names("p0") == 0  # a second time changes nothing
+        assert store.seat_names("g1") == [
+            SeatName(0, "p0", "", deleted=True), SeatName(1, "p1", "Sara"),
+            SeatName(2, "p0", "", deleted=True)]
+        assert store.seat_names("g2") == [SeatName(0, "p1", "Sara")]
+        # The log itself is untouched.
+        assert store.load("g1") == make_entries(1, 2)
+
+    async def test_seat_names_written_by_the_async_creation(self, store: OutboxStore) -> None:
+        if not isinstance(store, SubmitsWrites):
+            pytest.skip("this store has no awaited writes")
+        await store.create_game_async("g1", HOKM, make_entries(1, 1),
+                                      seat_names=[SeatName(0, "p0", "Ali")])
+        assert store.seat_names("g1") == [SeatName(0, "p0", "Ali")]

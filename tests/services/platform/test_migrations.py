@@ -16,7 +16,7 @@ from services.accounts.store import TABLES as ACCOUNTS_TABLES
 from services.chat.store import TABLES as CHAT_TABLES
 from services.platform.migrations import alembic_config, upgrade_database
 from services.platform.store import open_store
-from services.platform.store_sql import COMMANDS, EVENTS, GAMES
+from services.platform.store_sql import COMMANDS, EVENTS, GAMES, SEAT_NAMES
 from tests.services.platform.helpers import HOKM, make_entries
 
 HEAD = ScriptDirectory.from_config(alembic_config()).get_current_head()
@@ -38,7 +38,8 @@ def test_upgrade_from_a_clean_database_creates_the_tables(pg_url: str) -> None:
     upgrade_database(pg_url)
     assert _revision_and_tables(pg_url) == (
         HEAD,
-        {"alembic_version", "games", "events", "commands", "accounts_players",
+        {"alembic_version", "games", "events", "commands", "game_seat_names",
+         "accounts_players",
          "accounts_devices", "accounts_sessions", "accounts_refresh_tokens",
          "accounts_identities", "accounts_bans", "accounts_admin_actions",
          "accounts_erasures", "chat_reports", "chat_mutes"},
@@ -72,7 +73,7 @@ def test_migrations_match_the_models(pg_url: str) -> None:
     # the same schema: autogenerate finds nothing to do.
     upgrade_database(pg_url)
     ours = MetaData()
-    for table in (GAMES, EVENTS, COMMANDS, *ACCOUNTS_TABLES, *MODERATION_TABLES,
+    for table in (GAMES, EVENTS, COMMANDS, SEAT_NAMES, *ACCOUNTS_TABLES, *MODERATION_TABLES,
                   *CHAT_TABLES):
         table.to_metadata(ours)
     engine = create_engine(pg_url)

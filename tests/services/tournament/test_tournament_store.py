@@ -4,14 +4,19 @@ the bus watermark, and two replicas racing for the same step."""
 from __future__ import annotations
 
 import asyncio
+import functools
+from typing import TypeVar
 
 import pytest
 
 from dast.v1 import common_pb2, tournament_pb2
 from engine import tournament as engine
+from engine.core.errors import RuleViolation
 from services.tournament import chain
+from services.tournament.service import standings_of
 from services.tournament.store import (
     ConcurrencyConflict,
+    KeptName,
     ListingQuery,
     MatchPlace,
     Step,
@@ -21,6 +26,8 @@ from services.tournament.store import (
     TournamentStore,
 )
 from services.tournament.tournaments import Tournaments
+
+_T = TypeVar("_T")
 
 
 def _summary(status: int = tournament_pb2.TOURNAMENT_STATUS_REGISTERING
@@ -110,3 +117,35 @@ def test_the_hash_chain_points_at_the_first_event_that_was_changed() -> None:
     tampered = [links[0], (b"registered someone else", links[1][1]), links[2]]
     assert chain.broken_links("t1", tampered) == [2]
     assert chain.broken_links("t2", links) == [1, 2, 3]  # another tournament's chain
+
+
+def _always(value: _T, _ignored: object) -> _T:
+    return value
+
+
+async def test_names_are_kept_beside_the_log_and_an_erasure_blanks_them(
+        store: TournamentStore) -> None:
+    tournaments = Tournaments(store)
+    tournament_id = (await tournaments.create(_settings(), "host")).tournament_id
+    for player, name in (("alice", "Alice Ahmadi"), ("bob", "Bob Bahrami")):
+        register = engine.Register(player, (player,), at_ms=1)
+        await tournaments.step(tournament_id, functools.partial(_always, register),
+                               names=functools.partial(_always, [(player, name)]))
+    # A registration the engine refuses keeps no name either (nothing is appended).
+    with pytest.raises(RuleViolation):
+        await tournaments.step(tournament_id, lambda state: engine.Register(
+            "alice", ("alice",), at_ms=2), names=lambda command: [("alice", "Mallory")])
+    assert store.names_of(tournament_id) == {
+        "alice": KeptName("Alice Ahmadi"), "bob": KeptName("Bob Bahrami")}
+    assert not any(b"Alice" in item.body or b"Bob B" in item.body
+                   for item in store.load(tournament_id))
+    state = (await tournaments.load(tournament_id)).state
+    shown = {line.player_id: (line.display_name, line.deleted)
+             for line in standings_of(state, store.names_of(tournament_id))}
+    assert shown == {"alice": ("Alice Ahmadi", False), "bob": ("Bob Bahrami", False)}
+
+    assert store.erase_names("alice") == 1
+    assert store.erase_names("alice") == 0  # a second time changes nothing
+    shown = {line.player_id: (line.display_name, line.deleted)
+             for line in standings_of(state, store.names_of(tournament_id))}
+    assert shown == {"alice": ("", True), "bob": ("Bob Bahrami", False)}
