@@ -160,8 +160,12 @@ async def test_a_bot_stream_cut_mid_command_resends_it_and_it_is_applied_once(
             if applied_before_cut:
                 # The command went through before the cut (here by a call of the same
                 # caller and id): the resend on the new stream gets the first outcome.
-                await server.client("bots", Role.SERVICE).submit(
+                reply = await server.client("bots", Role.SERVICE).submit(
                     "cut", command_id, command, expected_seq=turn.seq, seat=turn.seat)
+                # Its events reached the stream: it reopens after them all, and the
+                # resend's outcome must not wait for events that will not come again.
+                while stream.seq < reply.seq:
+                    await asyncio.sleep(0.01)
             submitted = asyncio.create_task(api.submit(
                 "cut", turn.seat, command, command_id=command_id, expected_seq=turn.seq,
                 automatic=False))
