@@ -264,15 +264,16 @@ async def test_a_bot_refused_for_its_rate_plays_the_turn_again_and_it_is_applied
     # store is away) appends nothing, so no event tells a next turn: the bot plays the
     # same turn again, with the same command id.
     table = TABLES["hokm-4"]
-    # Two calls of a method at once (the bot's two GetViews), then one each 2 s.
-    slow = CallerLimiter(CallerLimits(service_calls_per_second=0.5, service_call_burst=2))
+    # Two calls of a method at once (the bot's two GetViews), then one each 5 s.
+    slow = CallerLimiter(CallerLimits(service_calls_per_second=0.2, service_call_burst=2))
     async with serving(clock=lambda: FIXED_MS, limiter=slow) as throttled, \
             _bot_replica(throttled.address) as (bots, _):
         admin = throttled.client("operator", Role.ADMIN)
         await _create(admin, table, "rate")
         created_seq = len(throttled.store.load("rate", 0))  # (GetView is limited too)
         # The bots' SubmitCommand tokens spent: their first command on the stream is
-        # refused, and the bucket has a token again 2 s later.
+        # refused (unless the bot took 5 s to send it), and the bucket has a token again 5 s
+        # later.
         for spent in range(2):
             with pytest.raises(grpc.aio.AioRpcError):
                 await throttled.client("bots", Role.SERVICE).submit(
