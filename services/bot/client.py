@@ -1,7 +1,9 @@
 """The game service as bots and timers use it: gRPC with a service token.
 
-:class:`GameApi` is the one-method-per-call interface the bot service, the timers and the
-presence watcher depend on; :class:`GrpcGameApi` is its implementation over a channel.
+:class:`GameApi` is the interface the bot service, the timers and the presence watcher
+depend on; :class:`GrpcGameApi` is its implementation over a channel: views and seat
+control by unary calls, commands on the replica's Play stream of the game
+(:mod:`services.bot.streams`, which the bot service also reads its seats' turns from).
 :func:`play_turn` is the whole of a bot's move: the seat's view in, one command out.
 """
 
@@ -18,6 +20,7 @@ from dast.v1 import game_pb2, game_pb2_grpc
 from engine.core.payload import put
 from engine.registry import game_of_body
 from services.bot.policies import Outcome, SeatView, decide
+from services.bot.streams import GameStreams
 from services.platform.auth import Role, TokenSigner, mint_token
 from services.platform.metrics import bot_metrics
 
@@ -29,6 +32,9 @@ _DECISIONS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="bot-decide")
 class GameApi(Protocol):
     """The game-service calls a bot makes."""
 
+    streams: GameStreams
+    """The replica's Play streams, one per game (what :meth:`submit` sends on)."""
+
     async def view(self, game_id: str, seat: int | None) -> SeatView:
         """GetView for ``seat`` (None: the public view)."""
         ...
@@ -37,9 +43,10 @@ class GameApi(Protocol):
         self, game_id: str, seat: int, command: Any, *, command_id: str, expected_seq: int,
         automatic: bool,
     ) -> bool:
-        """SubmitCommand for ``seat``; False when the command id had been applied already.
+        """The command for ``seat``; False when the command id had been applied already.
 
-        :raises grpc.aio.AioRpcError: as the game service answers.
+        :raises grpc.aio.AioRpcError: as the game service answers (a refusal: the error a
+            SubmitCommand call would have raised).
         """
         ...
 
@@ -50,6 +57,7 @@ class GrpcGameApi:
     def __init__(self, channel: grpc.aio.Channel, signer: TokenSigner, *,
                  player_id: str = "bots",
                  timeout_seconds: float = 10.0) -> None:
+        self.streams = GameStreams(channel, signer, player_id=player_id)
         self._stub = game_pb2_grpc.GameServiceStub(channel)
         self._metadata = (
             ("authorization", f"Bearer {mint_token(signer, player_id, Role.SERVICE)}"),
@@ -68,19 +76,18 @@ class GrpcGameApi:
         self, game_id: str, seat: int, command: Any, *, command_id: str, expected_seq: int,
         automatic: bool,
     ) -> bool:
-        """See :class:`GameApi`."""
-        request = game_pb2.SubmitCommandRequest(
-            game_id=game_id, command_id=command_id, expected_seq=expected_seq, seat=seat,
-            automatic=automatic,
+        """See :class:`GameApi`: on the game's stream (opened for the command when no bot
+        of this replica holds one, from ``expected_seq``)."""
+        request = game_pb2.PlayCommand(
+            command_id=command_id, expected_seq=expected_seq, seat=seat, automatic=automatic,
         )
         game = game_of_body(command, "command")
         if game is None:
             raise TypeError(f"{type(command).__name__} is no served game's command")
         put(request, game.SCHEMA, command)
-        reply = await self._stub.SubmitCommand(
-            request, metadata=self._metadata, timeout=self._timeout
-        )
-        return not reply.duplicate
+        async with self.streams.use(game_id, after_seq=expected_seq) as stream:
+            outcome = await stream.submit(request, self._timeout)
+        return not outcome.duplicate
 
     async def control_seat(self, game_id: str, seat: int, *, bot: bool, bot_level: str,
                            reason: int) -> bool:

@@ -2,13 +2,20 @@
 
 It learns that something happened from the event bus (``bus.all_events(durable="bots")``:
 replicas share one durable consumer, so each event wakes one of them; a seat taken over by
-a bot is such an event too) and from :meth:`BotService.kick`. Per game, one worker re-reads
-the public view (whose turn? who controls that seat, from the log's seat-control events),
-asks the :class:`~services.bot.seats.SeatDirectory` whether a bot plays that seat, and if so
-plays it with :func:`~services.bot.client.play_turn` (the seat's view
-in, one command out) until a person is to act or the match is over. The command id
+a bot is such an event too) and from :meth:`BotService.kick`. Woken for a game where a bot
+plays a seat (one GetView: the public view, who controls each seat), one worker holds the
+replica's Play stream of the game (:mod:`services.bot.streams`): the stream tells each turn
+with the view of the seat to act, the :class:`~services.bot.seats.SeatDirectory` says
+whether a bot plays that seat, and if so its command goes on the same stream
+(:func:`~services.bot.client.play_view`: the seat's view in, one command out), until the
+match is over or no seat is a bot's any more. A move costs no call. The command id
 ``bot:<game_id>:<seq>`` and ``expected_seq = seq`` make a move append once even if two
-replicas (or a replica and the turn timer) try the same position.
+replicas (or a replica and the turn timer) try the same position, or the stream sends it
+again after a reconnection.
+
+Several replicas may each be woken for the same game and each hold a stream of it; they then
+decide the same moves, and the command ids keep each move to one append (as the workers of
+the unary path raced).
 """
 
 from __future__ import annotations
@@ -20,9 +27,10 @@ import grpc
 import structlog
 
 from engine.registry import GAMES_BY_NAME
-from services.bot.client import GameApi, play_turn, play_view
-from services.bot.policies import Outcome
+from services.bot.client import GameApi, play_view
+from services.bot.policies import Outcome, SeatView
 from services.bot.seats import SeatDirectory
+from services.bot.streams import UNTOLD, GameStream, Turn, Untold
 from services.platform.bus import Bus, KnowsLastEvents, Published
 
 _log = structlog.get_logger(component="bots")
@@ -46,8 +54,6 @@ class BotService:
         """Lost races in a row after which a worker waits for the next event."""
         self._dirty: set[str] = set()
         self._workers: dict[str, asyncio.Task[None]] = {}
-        self._next_bot: dict[str, int] = {}
-        """Per game, the bot seat likely to act next (the one after the last bot move)."""
         self._seen: dict[str, int] = {}
         """The latest seq a worker looked at, per game: older bus events wake nobody."""
         self.moves = 0
@@ -96,28 +102,23 @@ class BotService:
             while game_id in self._dirty and retries < self._max_retries:
                 self._dirty.discard(game_id)
                 try:
-                    outcome = await self._step(game_id)
+                    transient = await self._play(game_id)
                 except grpc.aio.AioRpcError as error:
                     _log.warning("bot_call_failed", game_id=game_id, code=error.code().name,
                                  details=error.details())
-                    if error.code() in _TRANSIENT:
-                        # A game replica died under the call, or is restarting: no event
-                        # may come to wake this game again, so look again after a pause.
-                        retries += 1
-                        self._dirty.add(game_id)
-                        await asyncio.sleep(min(0.1 * retries, 1.0))
-                    continue
+                    transient = error.code() in _TRANSIENT
                 except Exception:
                     _log.exception("bot_failed", game_id=game_id)
                     continue
-                if outcome is Outcome.PLAYED:
-                    retries = 0
-                elif outcome is Outcome.NOT_TO_ACT:
-                    continue  # a person is to act, or the match is over: wait for an event
+                if transient:
+                    # A game replica died under the call, or the game service is away for
+                    # longer than the stream waited: no event may come to wake this game
+                    # again, so look again after a pause.
+                    retries += 1
+                    self._dirty.add(game_id)
+                    await asyncio.sleep(min(0.1 * retries, 1.0))
                 else:
-                    retries += 1  # lost a race: look again, a bounded number of times
-                self._dirty.add(game_id)
-                await asyncio.sleep(0)  # let other games' workers run
+                    retries = 0
         finally:
             del self._workers[game_id]
             # Woken while finishing (no await since the loop's last check): start again.
@@ -126,38 +127,102 @@ class BotService:
             else:
                 self._dirty.discard(game_id)
 
-    async def _step(self, game_id: str) -> Outcome:
-        """Play one bot move of ``game_id`` if a bot is to act.
+    async def _play(self, game_id: str) -> bool:
+        """Play ``game_id``'s bot seats on the replica's stream of the game for as long as
+        the match has a seat a bot plays; True when the stream gave up on an error worth
+        trying again (the game service away).
 
-        Whose turn it is comes from the public view, or, right after a bot move, from the
-        view of the bot seat expected to act next (every view says whose turn it is): when
-        the guess is right that view is the one its policy needs, saving a call.
+        The public view (a GetView) says whether a bot plays any seat and who controls each
+        seat as of its seq; when a bot is to act, a GetView of its seat is the first turn.
+        From then on the stream tells each turn with the view of the seat to act, and the
+        seat's bot, if a bot plays it, sends its command on it. When the
+        stream may not tell a turn (:data:`~services.bot.streams.UNTOLD`: it was opened
+        again, or a feed lost track), GetView tells it once more.
+
+        :raises grpc.aio.AioRpcError: as GetView fails.
         """
-        guess = self._next_bot.pop(game_id, None)
-        first = await self.api.view(game_id, guess)
-        if first.is_over:
+        public = await self.api.view(game_id, None)
+        if public.is_over or not _has_bot(public):
             self._seen.pop(game_id, None)
-            return Outcome.NOT_TO_ACT
-        self._seen[game_id] = max(self._seen.get(game_id, 0), first.seq)
-        seat = first.turn
-        if seat is None:
-            return Outcome.NOT_TO_ACT
-        players = first.summary.players
-        control = self.seats.bot_control(first, seat)
-        if control is None:
-            return Outcome.NOT_TO_ACT
-        command_id = f"bot:{game_id}:{first.seq}"
-        if seat == guess:
-            outcome = await play_view(self.api, game_id, first, control.level,
-                                      command_id=command_id, automatic=control.automatic)
-        else:
-            outcome = await play_turn(
-                self.api, game_id, seat, control.level, expected_seq=first.seq,
-                command_id=command_id, automatic=control.automatic,
-            )
-        if outcome is Outcome.PLAYED:
-            self.moves += 1
-            following = (seat + 1) % len(players)
-            if players[following].is_bot:  # only ever look at a bot's own seat
-                self._next_bot[game_id] = following
-        return outcome
+            return False
+        async with self.api.streams.use(game_id, after_seq=public.seq,
+                                        seat_control=public.seat_control) as stream:
+            turn: Turn | Untold | None = UNTOLD  # the first from GetView: the view in hand
+            in_hand: SeatView | None = public
+            handled = 0
+            refused = 0  # transient refusals of the same turn in a row
+            while True:
+                if turn is UNTOLD:
+                    turn, handled = await self._fetched_turn(game_id, stream, in_hand)
+                    in_hand = None
+                if turn is None:
+                    turn = await stream.next_turn(handled)
+                    if turn is None:
+                        break  # the match is over, or the stream gave up
+                    if turn is UNTOLD:
+                        continue
+                handled = max(handled, turn.seq)
+                self._seen[game_id] = max(self._seen.get(game_id, 0), turn.seq)
+                if not _has_bot(turn.view):
+                    return False  # the players are all back: a takeover event wakes it
+                control = self.seats.bot_control(turn.view, turn.seat)
+                if control is None:
+                    turn = None
+                    continue  # a person is to act: wait for the next turn
+                try:
+                    outcome = await play_view(
+                        self.api, game_id, turn.view, control.level,
+                        command_id=f"bot:{game_id}:{turn.seq}", automatic=control.automatic,
+                    )
+                except grpc.aio.AioRpcError as error:
+                    _log.warning("bot_command_failed", game_id=game_id,
+                                 code=error.code().name, details=error.details())
+                    if error.code() not in _TRANSIENT:
+                        turn = None
+                        continue  # not to be played as it is: wait for the next turn
+                    # The store away for a moment, the caller's rate, or no outcome in
+                    # time: nothing may be appended to tell a next turn, so play this one
+                    # again after a pause (the same command id: applied once at most),
+                    # unless the stream tells a newer one meanwhile.
+                    refused += 1
+                    if refused > self._max_retries:
+                        return True
+                    await asyncio.sleep(min(0.1 * refused, 1.0))
+                    if stream.turn is not None and stream.turn.seq > turn.seq:
+                        turn = stream.turn
+                    continue
+                refused = 0
+                turn = None
+                if outcome is Outcome.PLAYED:
+                    self.moves += 1
+            failure = stream.failure
+        if failure is None:
+            self._seen.pop(game_id, None)  # the match is over
+            return False
+        _log.warning("bot_stream_ended", game_id=game_id, code=failure.code().name,
+                     details=failure.details())
+        return failure.code() in _TRANSIENT
+
+    async def _fetched_turn(self, game_id: str, stream: GameStream,
+                            public: SeatView | None) -> tuple[Turn | None, int]:
+        """The turn as GetView tells it (from ``public``, the public view, when in hand):
+        the bot seat to act and its view, or None when no bot is to act; and the seq it is
+        as of (a turn the stream tells later is newer).
+
+        :raises grpc.aio.AioRpcError: as GetView fails.
+        """
+        if public is None:
+            public = await self.api.view(game_id, None)
+        stream.know_seat_control(public.seat_control, public.seq)
+        self._seen[game_id] = max(self._seen.get(game_id, 0), public.seq)
+        seat = public.turn
+        if public.is_over or seat is None or self.seats.bot_control(public, seat) is None:
+            return None, public.seq
+        own = await self.api.view(game_id, seat)
+        return Turn(own.seq, seat, own), own.seq
+
+
+def _has_bot(view: SeatView) -> bool:
+    """Whether a bot plays any seat of the match (from the start, or standing in)."""
+    return any(player.is_bot for player in view.summary.players) or any(
+        holder.bot for holder in view.seat_control)

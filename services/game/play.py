@@ -116,7 +116,7 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
 class Outbox:
     """The messages waiting for the client, and the outcomes waiting for their events."""
 
-    def __init__(self, limit: int, stats: PlayStats) -> None:
+    def __init__(self, limit: int, stats: PlayStats, *, events_through: int = 0) -> None:
         self._limit = limit
         self._stats = stats
         self._queue: deque[Sent] = deque()
@@ -124,8 +124,10 @@ class Outbox:
         """Accepted outcomes, each until the events up to its seq are queued."""
         self._waiter: asyncio.Future[None] | None = None
         """The sender's wait for something to send, while it waits."""
-        self.events_through = 0
-        """The seq of the last event queued."""
+        self.events_through = events_through
+        """The seq of the last event queued, or the client holds (the opening's
+        ``after_seq``): a resent command's outcome whose events the client had before it
+        reconnected is not held for events that will not come again."""
         self.failure: BaseException | None = None
         """Why the stream must end (a task's failure, a backlog); the sender raises it."""
         self.events_ended = False
@@ -208,11 +210,8 @@ class PlayStream:
         self._opening = opening
         self._heartbeat_seconds = heartbeat_seconds
         self._clock = clock
-        self.outbox = Outbox(queue_limit, service.play_streams)
-        # The client holds the events up to after_seq already: an outcome of a command whose
-        # events it received before the stream opened (a resend answered `duplicate`) waits
-        # for nothing, rather than for events this stream will never send.
-        self.outbox.events_through = opening.after_seq
+        self.outbox = Outbox(queue_limit, service.play_streams,
+                             events_through=opening.after_seq)
         self._at_yield = False
         """The sender is handing gRPC a message (stuck there while the client does not read)."""
         self._ended = False
@@ -285,7 +284,8 @@ class PlayStream:
         opening = self._opening
         try:
             async for event in self._service.watch(
-                self.identity, opening.game_id, opening.after_seq, self._seat, play_event
+                self.identity, opening.game_id, opening.after_seq, self._seat, play_event,
+                seat_to_act_views=opening.seat_to_act_views,
             ):
                 await self._queued(event, self.outbox.put_event)
         except Exception as failure:
@@ -334,7 +334,10 @@ class PlayStream:
         label = command.WhichOneof("command") or "none"
         try:
             self._caller.admit(SUBMIT_METHOD)
-            submission = service.submission_of(game_id, command, self._seat)
+            # A command may name its seat (a bot's stream acts for all its seats): checked
+            # as SubmitCommandRequest.seat is, so a player still acts for their own only.
+            seat = command.seat if command.HasField("seat") else self._seat
+            submission = service.submission_of(game_id, command, seat)
             outcome = await service.apply(self.identity, submission)
         except Exception as refused:
             known = known_error(refused)

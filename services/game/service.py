@@ -42,7 +42,7 @@ from services.game.play import (
 )
 from services.game.repository import GameRepository, GameSnapshot
 from services.game.status import ServiceCounts
-from services.game.streams import Encoded, Envelope, GameFeeds
+from services.game.streams import SEAT_TO_ACT, Encoded, Envelope, GameFeeds
 from services.game.turns import fill_turn, named_view, next_to_act, turn_for
 from services.platform.auth import Identity, Role, current_identity
 from services.platform.background import BackgroundTasks
@@ -240,6 +240,23 @@ def submission_of(
         seat=seat,
         automatic=request.automatic,
     )
+
+
+def check_seat_to_act_views(identity: Identity, requested_seat: int | None) -> None:
+    """Refuse ``PlayOpen.seat_to_act_views`` to a player, or on a stream of one seat.
+
+    :raises ServiceError: PERMISSION_DENIED for a player's token, INVALID_ARGUMENT with a
+        seat.
+    """
+    if not identity.is_privileged:
+        raise ServiceError(
+            grpc.StatusCode.PERMISSION_DENIED, Reason.ROLE_REQUIRED,
+            "only service and admin tokens receive the views of the seat to act: a player "
+            "receives their own seat's view",
+        )
+    if requested_seat is not None:
+        raise _invalid("seat_to_act_views is for a stream without a seat (one seat's stream "
+                       "carries that seat's view)")
 
 
 def _command_label(request: game_pb2.SubmitCommandRequest) -> str:
@@ -477,17 +494,21 @@ class GameService(game_pb2_grpc.GameServiceServicer):
 
     async def watch(
         self, identity: Identity, game_id: str, after_seq: int, requested_seat: int | None,
-        envelope: Envelope | None = None,
+        envelope: Envelope | None = None, *, seat_to_act_views: bool = False,
     ) -> AsyncGenerator[Encoded, None]:
         """The responses of a stream of ``identity``'s from ``after_seq`` on, as Subscribe
         sends them (a Play stream its events, each in ``envelope``), serialised, ending after
-        the match's final event."""
+        the match's final event; ``seat_to_act_views`` (a service's stream without a seat):
+        the public events, each telling a turn with the view of the seat to act."""
         game_id = check_game_id(game_id)
+        if seat_to_act_views:
+            check_seat_to_act_views(identity, requested_seat)
         # Who watches, and as whom, from the cached state (a match's seats are fixed when it
         # is created), so that a spectator over the match's cap costs no store read.
         seat = viewer_seat(await self.repository.get(game_id), identity, requested_seat)
         await self._check_spectator(identity, game_id, seat)
-        if seat is None:  # a spectator's stream: the match's and the process's share of them
+        if seat is None and not seat_to_act_views:
+            # a spectator's stream: the match's and the process's share of them
             admit_spectator(f"game:{game_id}")
         snapshot = await self.repository.refresh(game_id)
         if snapshot.is_over and after_seq >= snapshot.seq:
@@ -506,7 +527,8 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             # Streams of one game share its feed, and those of one projection its
             # responses (each redacted and serialised once): see services.game.streams.
             async for response in self.feeds.encoded_after(
-                snapshot.game, snapshot.game_id, after_seq, seat, envelope=envelope,
+                snapshot.game, snapshot.game_id, after_seq,
+                SEAT_TO_ACT if seat_to_act_views else seat, envelope=envelope,
                 head_seq=snapshot.seq, head_state=snapshot.state,
             ):
                 yield response

@@ -54,8 +54,9 @@ from typing import Any, Final, TypeVar
 from google.protobuf.message import Message
 
 from dast.v1 import game_pb2, log_pb2
+from engine.core.payload import put
 from engine.core.protocol import Game
-from services.game.turns import NextToAct, fill_turn, next_to_act
+from services.game.turns import NextToAct, fill_turn, named_view, next_to_act
 from services.platform.bus import Bus, LiveStream
 from services.platform.clock import wall_clock_ms
 from services.platform.limits import TokenBuckets, settle_stream
@@ -92,7 +93,11 @@ flood) costs the memory of a few copies at a time, not one per stream."""
 _Sent = TypeVar("_Sent")
 
 Seat = int | None
-"""A projection: the seat whose view a stream carries, or None for the public one."""
+"""A projection: the seat whose view a stream carries, or None for the public one, or
+:data:`SEAT_TO_ACT`."""
+SEAT_TO_ACT: Final = -1
+"""The projection of a bot acting for several seats (``PlayOpen.seat_to_act_views``): the
+public events, each telling a turn with the view of the seat to act."""
 
 Envelope = Callable[[game_pb2.SubscribeResponse], Message]
 """The message a response is sent in (a Play stream's ``PlayResponse``); a module-level
@@ -218,8 +223,9 @@ class _Feed:
         return made
 
     def _made(self, entry: log_pb2.LogEntry, seat: Seat) -> game_pb2.SubscribeResponse:
+        viewer = None if seat == SEAT_TO_ACT else seat
         response = game_pb2.SubscribeResponse(
-            event=self.game.redact(entry.event, seat), hash=entry.hash,
+            event=self.game.redact(entry.event, viewer), hash=entry.hash,
             server_time_ms=self._feeds.clock(),
         )
         state = self._state_after(entry) if entry.event.seq in self._batch_ends else None
@@ -227,8 +233,11 @@ class _Feed:
             seats = self._next.get(entry.event.seq)
             if seats is None:
                 seats = self._next[entry.event.seq] = next_to_act(self.game, state)
-            fill_turn(response, self.game, state, seat, seats, always_view=False,
-                      names=self._feeds.names(self.game_id))
+            names = self._feeds.names(self.game_id)
+            fill_turn(response, self.game, state, viewer, seats, always_view=False,
+                      names=names)
+            if seat == SEAT_TO_ACT and seats:
+                put(response, self.game.SCHEMA, named_view(self.game, state, seats[0], names))
         return response
 
     def older_after(self, cursor: int) -> list[log_pb2.LogEntry] | None:

@@ -622,6 +622,7 @@ class PlayOpen(google.protobuf.message.Message):
     GAME_ID_FIELD_NUMBER: builtins.int
     AFTER_SEQ_FIELD_NUMBER: builtins.int
     SEAT_FIELD_NUMBER: builtins.int
+    SEAT_TO_ACT_VIEWS_FIELD_NUMBER: builtins.int
     game_id: builtins.str
     after_seq: builtins.int
     """The last seq the client holds: events after it are sent (0: from the first)."""
@@ -629,23 +630,31 @@ class PlayOpen(google.protobuf.message.Message):
     """As in SubscribeRequest: the seat played (service/admin tokens only; players play their
     own seat, and a player without a seat watches as a spectator and may not act).
     """
+    seat_to_act_views: builtins.bool
+    """Service/admin tokens only, on a stream without `seat` (a bot acting for several seats
+    of the match): the events come as spectators see them, and each message that tells a
+    turn carries the view of the seat to act (`turn.next_to_act`), so the bot needs no
+    GetView to decide. A player's token gets PERMISSION_DENIED, a stream with `seat`
+    INVALID_ARGUMENT.
+    """
     def __init__(
         self,
         *,
         game_id: builtins.str = ...,
         after_seq: builtins.int = ...,
         seat: builtins.int | None = ...,
+        seat_to_act_views: builtins.bool = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["_seat", b"_seat", "seat", b"seat"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_seat", b"_seat", "after_seq", b"after_seq", "game_id", b"game_id", "seat", b"seat"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["_seat", b"_seat", "after_seq", b"after_seq", "game_id", b"game_id", "seat", b"seat", "seat_to_act_views", b"seat_to_act_views"]) -> None: ...
     def WhichOneof(self, oneof_group: typing.Literal["_seat", b"_seat"]) -> typing.Literal["seat"] | None: ...
 
 Global___PlayOpen: typing_extensions.TypeAlias = PlayOpen
 
 @typing.final
 class PlayCommand(google.protobuf.message.Message):
-    """A command for the stream's seat: SubmitCommandRequest without the game and the seat the
-    stream names. Its outcome arrives as a `PlayOutcome` with the same command_id.
+    """A command for the stream's seat (or the one it names): SubmitCommandRequest without the
+    game the stream names. Its outcome arrives as a `PlayOutcome` with the same command_id.
     """
 
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
@@ -656,6 +665,7 @@ class PlayCommand(google.protobuf.message.Message):
     HAND_FIELD_NUMBER: builtins.int
     OTHER_FIELD_NUMBER: builtins.int
     AUTOMATIC_FIELD_NUMBER: builtins.int
+    SEAT_FIELD_NUMBER: builtins.int
     command_id: builtins.str
     """Client-chosen id making resends idempotent, as SubmitCommandRequest.command_id (also
     across streams and unary calls of the same caller).
@@ -664,6 +674,11 @@ class PlayCommand(google.protobuf.message.Message):
     """When set, the command applies only if the log's last seq is exactly this."""
     automatic: builtins.bool
     """Service/admin tokens only: the move was made automatically on the seat's behalf."""
+    seat: builtins.int
+    """The seat acted for, instead of the stream's (service/admin tokens: any seat, so one
+    stream acts for all of a match's bots; a player's token only its own seat, as
+    SubmitCommandRequest.seat: another one is refused PERMISSION_DENIED).
+    """
     @property
     def hokm(self) -> dast.v1.hokm_pb2.HokmCommand: ...
     @property
@@ -681,11 +696,14 @@ class PlayCommand(google.protobuf.message.Message):
         hand: dast.v1.hand_pb2.HandCommand | None = ...,
         other: google.protobuf.any_pb2.Any | None = ...,
         automatic: builtins.bool = ...,
+        seat: builtins.int | None = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["_expected_seq", b"_expected_seq", "command", b"command", "expected_seq", b"expected_seq", "hand", b"hand", "hokm", b"hokm", "other", b"other"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_expected_seq", b"_expected_seq", "automatic", b"automatic", "command", b"command", "command_id", b"command_id", "expected_seq", b"expected_seq", "hand", b"hand", "hokm", b"hokm", "other", b"other"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["_expected_seq", b"_expected_seq", "_seat", b"_seat", "command", b"command", "expected_seq", b"expected_seq", "hand", b"hand", "hokm", b"hokm", "other", b"other", "seat", b"seat"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_expected_seq", b"_expected_seq", "_seat", b"_seat", "automatic", b"automatic", "command", b"command", "command_id", b"command_id", "expected_seq", b"expected_seq", "hand", b"hand", "hokm", b"hokm", "other", b"other", "seat", b"seat"]) -> None: ...
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_expected_seq", b"_expected_seq"]) -> typing.Literal["expected_seq"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_seat", b"_seat"]) -> typing.Literal["seat"] | None: ...
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["command", b"command"]) -> typing.Literal["hokm", "hand", "other"] | None: ...
 

@@ -28,8 +28,12 @@ async def test_a_bot_waiting_since_before_a_restart_plays_after_it(tmp_path: Pat
             grpc.aio.insecure_channel(run.address) as channel:
         guest = await Guest.sign_in(channel, "device-bot-restart")
 
+        bots = run.stack.bots
+        assert bots is not None
+
         async def bot_moved() -> bool:
-            return (await guest.view(table.game_id)).seq > waiting_seq
+            # The bot's move is in the log, and its outcome, which comes after the move's
+            # events on the bot's stream, has reached the bot service.
+            return (await guest.view(table.game_id)).seq > waiting_seq and bots.moves >= 1
 
         await wait_for(bot_moved, seconds=20)
-        assert run.stack.bots is not None and run.stack.bots.moves >= 1

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -180,6 +180,22 @@ def start_server(env_overrides: dict[str, str], *, timeout: float = 30.0) -> Ser
             return ServerProcess(process, f"{match[1]}:{match[2]}")
     process.kill()
     raise RuntimeError(f"game service did not start (exit {process.poll()})")
+
+
+@contextlib.contextmanager
+def two_servers(env_overrides: dict[str, str]) -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    """Two game-service processes (:func:`start_server`), both stopped afterwards."""
+    first = start_server(env_overrides)
+    try:
+        second = start_server(env_overrides)
+    except BaseException:
+        first.stop()
+        raise
+    try:
+        yield first, second
+    finally:
+        first.stop()
+        second.stop()
 
 
 async def stream_into(client: GameClient, game_id: str, after_seq: int,

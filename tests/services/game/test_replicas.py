@@ -25,8 +25,8 @@ from tests.services.game.helpers import (
     ServerProcess,
     next_move,
     players,
-    start_server,
     stream_into,
+    two_servers,
 )
 from tests.services.game.test_matches import TABLES
 from tests.services.game.test_play_stream import play_seats
@@ -41,15 +41,8 @@ class Replicas:
 @pytest.fixture(scope="module")
 def replicas(database_url: str, nats_url: str) -> Iterator[Replicas]:
     env = {"DAST_DATABASE_URL": database_url, "DAST_NATS_URL": nats_url}
-    a = start_server(env)
-    try:
-        b = start_server(env)
-    except BaseException:
-        a.stop()
-        raise
-    yield Replicas(a, b)
-    a.stop()
-    b.stop()
+    with two_servers(env) as (a, b):
+        yield Replicas(a, b)
 
 
 @dataclass
