@@ -522,7 +522,10 @@ class GameService(game_pb2_grpc.GameServiceServicer):
             if self.presence is not None:
                 self.presence.opened(snapshot.game_id, identity.player_id)
         self.metrics.open_streams.inc()
-        self.counts.open_subscriptions += 1
+        # A Play stream's events come through here too; it is counted as a Play stream.
+        counted = envelope is None
+        if counted:
+            self.counts.open_subscriptions += 1
         try:
             # Streams of one game share its feed, and those of one projection its
             # responses (each redacted and serialised once): see services.game.streams.
@@ -534,7 +537,8 @@ class GameService(game_pb2_grpc.GameServiceServicer):
                 yield response
         finally:
             self.metrics.open_streams.dec()
-            self.counts.open_subscriptions -= 1
+            if counted:
+                self.counts.open_subscriptions -= 1
             if seated_player and self.presence is not None:
                 self.presence.closed(snapshot.game_id, identity.player_id)
 
