@@ -147,14 +147,14 @@ class BotService:
             return False
         async with self.api.streams.use(game_id, after_seq=public.seq,
                                         seat_control=public.seat_control) as stream:
-            turn: Turn | Untold | None = UNTOLD  # the first from GetView: the view in hand
-            in_hand: SeatView | None = public
+            turn: Turn | Untold | None = UNTOLD  # the first from GetView: the view held
+            held_view: SeatView | None = public
             handled = 0
             refused = 0  # transient refusals of the same turn in a row
             while True:
                 if turn is UNTOLD:
-                    turn, handled = await self._fetched_turn(game_id, stream, in_hand)
-                    in_hand = None
+                    turn, handled = await self._fetched_turn(game_id, stream, held_view)
+                    held_view = None
                 if turn is None:
                     turn = await stream.next_turn(handled)
                     if turn is None:
